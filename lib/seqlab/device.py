@@ -1,0 +1,79 @@
+"""One place that decides where tensors live, and how runs are made repeatable.
+
+The device is CUDA when available, else CPU. Set the environment variable ``SEQLAB_DEVICE``
+(``cpu``, ``cuda``, ``cuda:1``) to override it, e.g. to force the CPU on a GPU machine so that
+numbers match the ones printed in the committed notebooks.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+ENV_VAR = "SEQLAB_DEVICE"
+
+
+def get_device(preferred: str | torch.device | None = None) -> torch.device:
+    """Return the device to compute on.
+
+    Order of precedence: the ``preferred`` argument, then ``$SEQLAB_DEVICE``, then CUDA if
+    available, else CPU. Asking for CUDA on a machine without it is an error, not a silent
+    fallback, so a misconfigured run is noticed.
+    """
+    choice = preferred if preferred is not None else os.environ.get(ENV_VAR, "").strip() or None
+    if choice is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(choice)
+    except RuntimeError as err:
+        source = "argument" if preferred is not None else f"${ENV_VAR}"
+        raise ValueError(f"{source} names an unknown device {choice!r}; expected 'cpu', 'cuda' or 'cuda:N'") from err
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"device {choice!r} was asked for, but torch sees no CUDA device "
+                               f"(torch {torch.__version__}); use 'cpu' or unset ${ENV_VAR}")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise RuntimeError(f"device {choice!r} was asked for, but only {torch.cuda.device_count()} "
+                               "CUDA device(s) exist")
+    elif device.type != "cpu":
+        raise ValueError(f"unsupported device {choice!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+    return device
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and torch (CPU and CUDA) and return a torch Generator seeded alike.
+
+    Use the returned generator for data order so that model initialisation and data order
+    do not share one random stream (changing one then leaves the other as it was).
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    return torch.Generator().manual_seed(seed)
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of a module's first parameter or buffer (CPU for a module with neither)."""
+    for tensor in module.parameters():
+        return tensor.device
+    for tensor in module.buffers():
+        return tensor.device
+    return torch.device("cpu")
+
+
+def check_same_device(module: torch.nn.Module, *tensors: torch.Tensor, names: tuple[str, ...] = ()) -> None:
+    """Raise a clear error when a tensor is not on the module's device.
+
+    ``names`` labels the tensors in the message (default: ``input 0``, ``input 1``, ...).
+    """
+    expected = module_device(module)
+    for index, tensor in enumerate(tensors):
+        if tensor.device != expected:
+            name = names[index] if index < len(names) else f"input {index}"
+            raise RuntimeError(
+                f"{name} is on {tensor.device} but the model {type(module).__name__} is on {expected}; "
+                f"move one of them, e.g. tensor.to({str(expected)!r}) or model.to({str(tensor.device)!r})"
+            )

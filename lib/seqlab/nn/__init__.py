@@ -1,0 +1,1 @@
+"""From-scratch sequence models with torch.nn-compatible APIs."""
