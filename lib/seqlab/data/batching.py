@@ -1,0 +1,149 @@
+"""Splits and batches: from one long id sequence, or many short ones, to (batch, time) tensors.
+
+Language modelling cuts one long sequence of ids into windows of ``seq_len + 1`` ids; the
+input is the first ``seq_len`` and the target the last ``seq_len`` (the next id at each step):
+
+    ids:     t h e _ c a t
+    x:       t h e _ c a        (B, T)
+    y:         h e _ c a t      (B, T)
+
+Variable-length sequences (sentences, dates) are padded to the longest in the batch and
+come with their lengths, so models can ignore the padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Splits(Generic[T]):
+    """Train / validation / test parts of a dataset."""
+
+    train: T
+    val: T
+    test: T
+
+
+def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-9:
+        raise ValueError(f"fractions must be three non-negative numbers (train, val, test) summing to 1, "
+                         f"got {tuple(fractions)}")
+    return tuple(fractions)  # type: ignore[return-value]
+
+
+def split_text(text: str, fractions: Sequence[float] = (0.9, 0.05, 0.05)) -> Splits[str]:
+    """Cut a text into three contiguous parts (no shuffling: neighbouring characters are not
+    independent, so a shuffled split would leak the validation text into training)."""
+    f_train, f_val, _ = _check_fractions(fractions)
+    a = int(len(text) * f_train)
+    b = int(len(text) * (f_train + f_val))
+    return Splits(text[:a], text[a:b], text[b:])
+
+
+def split_items(items: Sequence[T], fractions: Sequence[float] = (0.8, 0.1, 0.1), *, seed: int = 0) -> Splits[list[T]]:
+    """Shuffle independent examples with a fixed seed, then cut them into three parts."""
+    f_train, f_val, _ = _check_fractions(fractions)
+    order = torch.randperm(len(items), generator=torch.Generator().manual_seed(seed)).tolist()
+    shuffled = [items[i] for i in order]
+    a = int(len(items) * f_train)
+    b = int(len(items) * (f_train + f_val))
+    return Splits(shuffled[:a], shuffled[a:b], shuffled[b:])
+
+
+def _check_ids(ids: torch.Tensor, seq_len: int) -> None:
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
+        got = f"{type(ids).__name__}" if not isinstance(ids, torch.Tensor) else f"{ids.dtype} tensor of shape {tuple(ids.shape)}"
+        raise TypeError(f"ids must be a 1-D torch.long tensor (e.g. Vocab.encode(text)), got {got}")
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+    if len(ids) < seq_len + 1:
+        raise ValueError(f"seq_len={seq_len} needs at least {seq_len + 1} ids (inputs plus the next-id "
+                         f"target), but the data has only {len(ids)}; use a shorter seq_len or more data")
+
+
+def lm_windows(ids: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """All non-overlapping (input, target) windows of a 1-D id sequence.
+
+    Returns ``x, y``, each of shape (N, seq_len), with ``y[n, t] == x[n, t + 1]`` inside a window.
+    The tail that does not fill a window is dropped.
+    """
+    _check_ids(ids, seq_len)
+    n = (len(ids) - 1) // seq_len
+    x = ids[: n * seq_len].view(n, seq_len)
+    y = ids[1 : n * seq_len + 1].view(n, seq_len)
+    return x, y
+
+
+class LMBatches:
+    """Batches of (x, y) windows for language modelling; one pass over it is one epoch.
+
+    Windows are non-overlapping; their order is shuffled with ``seed`` + epoch number, so
+    every epoch differs but every run is the same. ``drop_last`` drops a short last batch.
+
+    >>> batches = LMBatches(ids, batch_size=32, seq_len=64, seed=0)
+    >>> x, y = next(iter(batches))       # (32, 64) each
+    """
+
+    def __init__(self, ids: torch.Tensor, batch_size: int, seq_len: int, *, shuffle: bool = True,
+                 seed: int = 0, drop_last: bool = True):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.x, self.y = lm_windows(ids, seq_len)
+        if drop_last and len(self.x) < batch_size:
+            raise ValueError(f"batch_size={batch_size} with seq_len={seq_len} needs at least "
+                             f"{batch_size * seq_len + 1} ids for one full batch, but the data has {len(ids)}")
+        self.batch_size, self.shuffle, self.seed, self.drop_last = batch_size, shuffle, seed, drop_last
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        full, rest = divmod(len(self.x), self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        if self.shuffle:
+            order = torch.randperm(len(self.x), generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        else:
+            order = torch.arange(len(self.x))
+        self.epoch += 1
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            index = order[start : start + self.batch_size]
+            yield self.x[index], self.y[index]
+
+
+def forever(batches) -> Iterator:
+    """Cycle through an iterable of batches epoch after epoch (for step-budgeted training)."""
+    while True:
+        yielded = False
+        for batch in batches:
+            yielded = True
+            yield batch
+        if not yielded:
+            raise ValueError("the batch iterable is empty, so it cannot be cycled")
+
+
+def pad_sequences(seqs: Sequence[torch.Tensor], pad_id: int = 0, *, batch_first: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad 1-D id tensors of different lengths into one tensor.
+
+    Returns ``(padded, lengths)``: padded is (B, T_max) (or (T_max, B) if not batch_first) filled
+    with ``pad_id`` after each sequence's end; lengths is a (B,) long tensor.
+    """
+    if len(seqs) == 0:
+        raise ValueError("pad_sequences needs at least one sequence")
+    for i, s in enumerate(seqs):
+        if not isinstance(s, torch.Tensor) or s.dim() != 1:
+            shape = tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__
+            raise ValueError(f"sequence {i} must be a 1-D tensor, got {shape}")
+        if len(s) == 0:
+            raise ValueError(f"sequence {i} is empty; every sequence needs at least one element")
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    padded = torch.full((len(seqs), int(lengths.max())), pad_id, dtype=seqs[0].dtype)
+    for i, s in enumerate(seqs):
+        padded[i, : len(s)] = s
+    return (padded if batch_first else padded.t().contiguous()), lengths

@@ -1,0 +1,266 @@
+"""The training loop the notebooks share: short enough to read in one sitting.
+
+One step is: batch -> ``loss_fn(model, batch)`` -> backward -> clip the gradient norm -> optimizer
+step. The loop stops after ``max_steps`` or after ``time_budget_s`` seconds, whichever comes
+first, and returns a :class:`History` to plot. A step budget gives the same result on every
+run; a time budget gives "what N seconds of training buys on this machine", which varies.
+
+Devices: the loop never moves data behind your back unless you pass ``device=``; then it moves
+the model and every batch there. Without it, a batch on another device than the model is an
+error that says which is where.
+
+Checkpoints are safetensors files (weights only, safe to load) with a JSON metadata block.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, safe_open, save_file
+
+from seqlab.device import module_device
+
+Batch = Any  # a tensor, or a tuple/list/dict of tensors
+LossFn = Callable[[torch.nn.Module, Batch], torch.Tensor]
+
+
+# -- losses --------------------------------------------------------------------------------------
+def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean next-token cross-entropy (nats) for a language model that maps ids (B, T) to logits (B, T, V)."""
+    x, y = batch
+    logits = model(x)
+    if isinstance(logits, tuple):  # models that also return their state
+        logits = logits[0]
+    if logits.dim() != 3 or logits.shape[:2] != y.shape:
+        raise ValueError(f"lm_loss expects logits of shape (B, T, V) = ({y.shape[0]}, {y.shape[1]}, V) "
+                         f"matching targets {tuple(y.shape)}, got {tuple(logits.shape)}")
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+# -- history -------------------------------------------------------------------------------------
+@dataclass
+class History:
+    """What happened during :func:`train`: losses by step, evaluations, and why it stopped."""
+
+    steps: list[int] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)
+    eval_loss: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    stopped_because: str = ""
+
+    @property
+    def final_eval_loss(self) -> float:
+        if not self.eval_loss:
+            raise ValueError("no evaluation was run: pass eval_batches= and eval_every= to train()")
+        return self.eval_loss[-1]
+
+    def plot(self, ax=None, *, label: str = "", smooth: int = 20):
+        """Training loss (smoothed over ``smooth`` steps) and evaluation loss against step."""
+        import matplotlib.pyplot as plt
+
+        ax = ax if ax is not None else plt.gca()
+        if self.train_loss:
+            k = max(1, min(smooth, len(self.train_loss)))
+            kernel = torch.ones(k) / k
+            smoothed = F.conv1d(torch.tensor(self.train_loss)[None, None], kernel[None, None]).flatten()
+            ax.plot(self.steps[k - 1:], smoothed.tolist(), label=f"{label} train".strip(), alpha=0.8)
+        if self.eval_loss:
+            ax.plot(self.eval_steps, self.eval_loss, "o-", label=f"{label} validation".strip())
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+        ax.legend()
+        return ax
+
+
+# -- device handling -----------------------------------------------------------------------------
+def _tensors(batch: Batch) -> list[torch.Tensor]:
+    if isinstance(batch, torch.Tensor):
+        return [batch]
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    return [t for t in batch if isinstance(t, torch.Tensor)]
+
+
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    """Move every tensor of a batch (tensor, tuple, list or dict) to ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(t, device) for t in batch)
+    return batch
+
+
+def check_batch_device(model: torch.nn.Module, batch: Batch) -> None:
+    """Raise a clear error if a batch tensor is not on the model's device."""
+    expected = module_device(model)
+    for index, tensor in enumerate(_tensors(batch)):
+        if tensor.device != expected:
+            raise RuntimeError(
+                f"batch tensor {index} (shape {tuple(tensor.shape)}) is on {tensor.device}, but the model "
+                f"{type(model).__name__} is on {expected}. Pass device={str(expected)!r} to train()/evaluate() "
+                "to move batches there, or move the data yourself."
+            )
+
+
+# -- evaluation ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Evaluation:
+    loss: float  # mean loss per batch (nats per token for lm_loss)
+    perplexity: float  # exp(loss)
+    batches: int
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm_loss, *,
+             device: str | torch.device | None = None, max_batches: int | None = None) -> Evaluation:
+    """Mean loss over ``batches`` (at most ``max_batches``) in eval mode, and its perplexity."""
+    was_training = model.training
+    model.eval()
+    if device is not None:
+        model.to(device)
+    total, count = 0.0, 0
+    try:
+        for batch in batches:
+            if max_batches is not None and count >= max_batches:
+                break
+            batch = to_device(batch, torch.device(device)) if device is not None else batch
+            check_batch_device(model, batch)
+            total += float(loss_fn(model, batch))
+            count += 1
+    finally:
+        model.train(was_training)
+    if count == 0:
+        raise ValueError("evaluate() got no batches")
+    loss = total / count
+    return Evaluation(loss=loss, perplexity=math.exp(min(loss, 700.0)), batches=count)
+
+
+# -- training ------------------------------------------------------------------------------------
+def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm_loss, *,
+          optimizer: torch.optim.Optimizer | None = None, lr: float = 3e-3, max_steps: int = 1000,
+          time_budget_s: float | None = None, clip_norm: float | None = 1.0,
+          eval_batches: Iterable[Batch] | None = None, eval_every: int | None = None,
+          eval_max_batches: int | None = 50, device: str | torch.device | None = None,
+          seed: int | None = None, progress: bool = True, description: str = "training") -> History:
+    """Train ``model`` for at most ``max_steps`` steps or ``time_budget_s`` seconds.
+
+    ``batches`` is iterated once per step and restarted when exhausted (so an epoch-based
+    iterable such as :class:`seqlab.data.LMBatches` works for any number of steps).
+    ``optimizer`` defaults to Adam with learning rate ``lr``. ``clip_norm`` clips the global
+    gradient norm (None: no clipping). With ``eval_batches`` and ``eval_every``, the loop
+    evaluates every ``eval_every`` steps and at the end. ``seed`` seeds torch's generator for
+    what happens during training (dropout); seed model creation and data order yourself.
+    """
+    from tqdm.auto import tqdm
+
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    if seed is not None:
+        torch.manual_seed(seed)
+    if device is not None:
+        device = torch.device(device)
+        model.to(device)
+    optimizer = optimizer if optimizer is not None else torch.optim.Adam(model.parameters(), lr=lr)
+    history = History()
+    model.train()
+    start = time.perf_counter()
+    batch_iter = iter(batches)
+    bar = tqdm(total=max_steps, desc=description, disable=not progress, leave=False)
+
+    def run_eval(step: int) -> None:
+        assert eval_batches is not None
+        result = evaluate(model, eval_batches, loss_fn, device=device, max_batches=eval_max_batches)
+        history.eval_steps.append(step)
+        history.eval_loss.append(result.loss)
+
+    step = 0
+    history.stopped_because = "max_steps"
+    try:
+        while step < max_steps:
+            if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
+                history.stopped_because = "time_budget_s"
+                break
+            try:
+                batch = next(batch_iter)
+            except StopIteration:
+                batch_iter = iter(batches)
+                try:
+                    batch = next(batch_iter)
+                except StopIteration:
+                    raise ValueError("the batches iterable is empty") from None
+            batch = to_device(batch, device) if device is not None else batch
+            check_batch_device(model, batch)
+            loss = loss_fn(model, batch)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss became {loss.item()} at step {step}; lower the learning rate "
+                                         "or clip gradients (clip_norm)")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+            optimizer.step()
+            step += 1
+            history.steps.append(step)
+            history.train_loss.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+            if eval_batches is not None and eval_every and step % eval_every == 0:
+                run_eval(step)
+        if eval_batches is not None and (not history.eval_steps or history.eval_steps[-1] != step) and step > 0:
+            run_eval(step)
+    finally:
+        bar.close()
+        history.seconds = time.perf_counter() - start
+    return history
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+def save_checkpoint(path: str | Path, model: torch.nn.Module, metadata: dict[str, Any] | None = None) -> Path:
+    """Write the model's weights and a JSON-serialisable ``metadata`` dict to a safetensors file.
+
+    The file is written to a temporary name first and then renamed, so an interrupted save
+    never leaves a half-written checkpoint.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {name: t.detach().to("cpu").contiguous().clone() for name, t in model.state_dict().items()}
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata={"seqlab": json.dumps(metadata or {}, sort_keys=True)})
+    tmp.replace(path)
+    return path
+
+
+def read_checkpoint_metadata(path: str | Path) -> dict[str, Any]:
+    """The metadata dict stored by :func:`save_checkpoint`, without loading the weights."""
+    with safe_open(str(path), framework="pt") as f:
+        return json.loads((f.metadata() or {}).get("seqlab", "{}"))
+
+
+def load_checkpoint(path: str | Path, model: torch.nn.Module) -> dict[str, Any]:
+    """Load weights saved by :func:`save_checkpoint` into ``model`` (strictly) and return the metadata."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}; the script scripts/make_checkpoints.py makes the "
+                                "course's checkpoints")
+    state = load_file(str(path), device=str(module_device(model)))
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    wrong = [f"{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
+             for k in sorted(set(own) & set(state)) if state[k].shape != own[k].shape]
+    if missing or unexpected or wrong:
+        raise ValueError(f"checkpoint {path.name} does not fit {type(model).__name__}: "
+                         f"missing {missing}, unexpected {unexpected}, shape mismatches {wrong}")
+    model.load_state_dict(state)
+    return read_checkpoint_metadata(path)
