@@ -33,7 +33,8 @@ def clean_for_commit(nb: nbformat.NotebookNode) -> None:
 
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=False,
+    # store_widget_state must stay on: nbclient needs it to route Output-widget messages.
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     started = time.perf_counter()
     client.execute()

@@ -1,0 +1,145 @@
+"""seqlab.train and seqlab.device: the shared loop, evaluation, checkpoints, device choice."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from seqlab.data import LMBatches
+from seqlab.device import check_same_device, get_device, seed_everything
+from seqlab.train import (
+    History, evaluate, lm_loss, load_checkpoint, read_checkpoint_metadata, save_checkpoint, train,
+)
+
+
+class BigramLM(torch.nn.Module):
+    """The smallest language model: next-id logits from the current id alone."""
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.table = torch.nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, x):  # (B, T) -> (B, T, V)
+        return self.table(x)
+
+
+def _cyclic_ids(n=2000, period=7):
+    return torch.arange(n) % period  # perfectly predictable from the previous id
+
+
+def _run(seed, **kwargs):
+    seed_everything(seed)
+    model = BigramLM(7)
+    batches = LMBatches(_cyclic_ids(), batch_size=8, seq_len=16, seed=seed)
+    history = train(model, batches, lm_loss, lr=0.1, progress=False, **kwargs)
+    return model, history
+
+
+def test_training_learns_a_predictable_sequence():
+    model, history = _run(0, max_steps=150)
+    assert history.stopped_because == "max_steps" and len(history.train_loss) == 150
+    assert history.train_loss[0] > 1.5 and history.train_loss[-1] < 0.05
+    result = evaluate(model, LMBatches(_cyclic_ids(), 8, 16, shuffle=False))
+    assert result.perplexity == pytest.approx(math.exp(result.loss))
+    assert result.perplexity < 1.1  # almost certain of every next id
+
+
+def test_training_is_deterministic_under_a_seed():
+    _, a = _run(3, max_steps=20)
+    _, b = _run(3, max_steps=20)
+    assert a.train_loss == b.train_loss
+
+
+def test_time_budget_stops_early():
+    _, history = _run(0, max_steps=10**9, time_budget_s=0.3)
+    assert history.stopped_because == "time_budget_s"
+    assert 0.3 <= history.seconds < 5.0
+    assert 0 < len(history.steps) < 10**9
+
+
+def test_periodic_and_final_evaluation():
+    batches = LMBatches(_cyclic_ids(), 8, 16, shuffle=False)
+    _, history = _run(0, max_steps=25, eval_batches=batches, eval_every=10)
+    assert history.eval_steps == [10, 20, 25]
+    assert history.final_eval_loss == history.eval_loss[-1] < history.eval_loss[0]
+    with pytest.raises(ValueError, match="no evaluation was run"):
+        History().final_eval_loss
+
+
+def test_gradient_clipping_bounds_the_update():
+    seed_everything(0)
+    model = BigramLM(7)
+    before = model.table.weight.detach().clone()
+    batches = [(torch.tensor([[0, 1]]), torch.tensor([[1, 2]]))]
+    train(model, batches, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), max_steps=1,
+          clip_norm=1e-3, progress=False)
+    assert (model.table.weight - before).norm().item() == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_non_finite_loss_stops_with_advice():
+    def bad_loss(model, batch):
+        return model(batch[0]).sum() * float("nan")
+
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        train(BigramLM(3), [(torch.tensor([[0]]), torch.tensor([[1]]))], bad_loss, max_steps=2, progress=False)
+
+
+def test_model_and_data_on_different_devices_is_a_clear_error():
+    model = BigramLM(5)  # on the CPU
+    elsewhere = (torch.zeros(2, 3, dtype=torch.long, device="meta"), torch.zeros(2, 3, dtype=torch.long, device="meta"))
+    with pytest.raises(RuntimeError, match=r"batch tensor 0 \(shape \(2, 3\)\) is on meta, but the model BigramLM is on cpu"):
+        train(model, [elsewhere], max_steps=1, progress=False)
+    with pytest.raises(RuntimeError, match="is on meta, but the model BigramLM is on cpu"):
+        evaluate(model, [elsewhere])
+    with pytest.raises(RuntimeError, match=r"h0 is on meta but the model BigramLM is on cpu"):
+        check_same_device(model, elsewhere[0], names=("h0",))
+
+
+def test_lm_loss_checks_shapes():
+    with pytest.raises(ValueError, match=r"logits of shape \(B, T, V\) = \(2, 5, V\)"):
+        lm_loss(lambda x: torch.zeros(2, 4), (None, torch.zeros(2, 5, dtype=torch.long)))
+
+
+def test_checkpoint_round_trip_with_metadata(tmp_path):
+    model, _ = _run(0, max_steps=5)
+    path = save_checkpoint(tmp_path / "bigram.safetensors", model, {"val_loss": 1.25, "steps": 5})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bigram.safetensors"]  # no temporary left
+    fresh = BigramLM(7)
+    meta = load_checkpoint(path, fresh)
+    assert meta == {"val_loss": 1.25, "steps": 5} == read_checkpoint_metadata(path)
+    assert torch.equal(fresh.table.weight, model.table.weight)
+
+
+def test_checkpoint_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="scripts/make_checkpoints.py"):
+        load_checkpoint(tmp_path / "nope.safetensors", BigramLM(3))
+    path = save_checkpoint(tmp_path / "small.safetensors", BigramLM(3))
+    with pytest.raises(ValueError, match=r"table.weight: checkpoint \(3, 3\) vs model \(4, 4\)"):
+        load_checkpoint(path, BigramLM(4))
+
+
+# -- device --------------------------------------------------------------------------------------
+def test_device_override_by_environment(monkeypatch):
+    monkeypatch.setenv("SEQLAB_DEVICE", "cpu")
+    assert get_device() == torch.device("cpu")
+    monkeypatch.setenv("SEQLAB_DEVICE", "tpu")
+    with pytest.raises(ValueError, match=r"\$SEQLAB_DEVICE names an unknown device 'tpu'"):
+        get_device()
+    monkeypatch.delenv("SEQLAB_DEVICE")
+    assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on machines without CUDA")
+def test_asking_for_missing_cuda_is_an_error():
+    with pytest.raises(RuntimeError, match="torch sees no CUDA device"):
+        get_device("cuda")
+
+
+def test_seed_everything_repeats_random_streams():
+    seed_everything(5)
+    a = torch.rand(3)
+    g = seed_everything(5)
+    assert torch.equal(a, torch.rand(3))
+    assert torch.equal(torch.rand(2, generator=g), torch.rand(2, generator=torch.Generator().manual_seed(5)))
