@@ -148,13 +148,14 @@ def evaluate(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn =
 
 # -- training ------------------------------------------------------------------------------------
 def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm_loss, *,
-          optimizer: torch.optim.Optimizer | None = None, lr: float = 3e-3, max_steps: int = 1000,
+          optimizer: torch.optim.Optimizer | None = None, lr: float = 3e-3, max_steps: int | None = 1000,
           time_budget_s: float | None = None, clip_norm: float | None = 1.0,
           eval_batches: Iterable[Batch] | None = None, eval_every: int | None = None,
           eval_max_batches: int | None = 50, device: str | torch.device | None = None,
           seed: int | None = None, progress: bool = True, description: str = "training") -> History:
     """Train ``model`` for at most ``max_steps`` steps or ``time_budget_s`` seconds.
 
+    ``max_steps=None`` trains until the time budget is spent (which then must be given).
     ``batches`` is iterated once per step and restarted when exhausted (so an epoch-based
     iterable such as :class:`seqlab.data.LMBatches` works for any number of steps).
     ``optimizer`` defaults to Adam with learning rate ``lr``. ``clip_norm`` clips the global
@@ -164,7 +165,9 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
     """
     from tqdm.auto import tqdm
 
-    if max_steps < 1:
+    if max_steps is None and time_budget_s is None:
+        raise ValueError("give max_steps, time_budget_s, or both: with neither, training would never stop")
+    if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     if seed is not None:
         torch.manual_seed(seed)
@@ -187,7 +190,7 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
     step = 0
     history.stopped_because = "max_steps"
     try:
-        while step < max_steps:
+        while max_steps is None or step < max_steps:
             if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
                 history.stopped_because = "time_budget_s"
                 break

@@ -1,0 +1,260 @@
+"""Automatic feedback for the notebooks' exercises: ``check(name, your_function)``.
+
+Each exercise is a reference solution plus a few cases, chosen so that the usual mistakes
+fail one of them, and a ``diagnose`` function that recognises those mistakes and says what went
+wrong. A student calls, as the last line of a cell::
+
+    check("perplexity", perplexity)
+
+and sees either that every case passes, or the first case that fails: the input, the expected
+and the returned value, and a hint. Nothing is raised, so a notebook with unfinished exercises
+still runs top to bottom; the result is truthy only when every case passes.
+
+Adding an exercise for another notebook: build an :class:`Exercise` and :func:`register` it
+here, in the section for that notebook.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input to try; ``what`` says in words what the case tests (shown when it fails), and
+    ``hint`` (optional) is the advice for a failure on this case that ``diagnose`` does not explain."""
+
+    args: tuple
+    what: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A named exercise: the function signature the student writes, a reference and its cases.
+
+    ``diagnose(args, got, expected)`` returns a hint for a recognised mistake, else None;
+    ``hint`` is the fallback. ``same(got, expected)`` decides equality (default: numbers within
+    1e-6 relative, other values with ==).
+    """
+
+    name: str
+    signature: str
+    reference: Callable[..., Any]
+    cases: Sequence[Case]
+    hint: str
+    diagnose: Callable[[tuple, Any, Any], str | None] | None = None
+    same: Callable[[Any, Any], bool] | None = None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`check` found; truthy when every case passed. Its repr is the feedback text."""
+
+    name: str
+    passed: bool
+    message: str
+    failed_case: int | None = field(default=None)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def register(exercise: Exercise) -> Exercise:
+    if exercise.name in EXERCISES:
+        raise ValueError(f"an exercise named {exercise.name!r} is already registered")
+    EXERCISES[exercise.name] = exercise
+    return exercise
+
+
+def _short(value: Any, limit: int = 70) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        head = ", ".join(_short(v) for v in value[:3])
+        return f"[{head}, ...] ({len(value)} items)"
+    if isinstance(value, dict):
+        value = dict(sorted(value.items()))
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
+
+
+def _numbers_close(got: Any, expected: Any) -> bool:
+    if isinstance(expected, float) or isinstance(got, float):
+        try:
+            got_f = float(got)
+        except (TypeError, ValueError):
+            return False
+        return math.isfinite(got_f) and math.isclose(got_f, float(expected), rel_tol=1e-6, abs_tol=1e-12)
+    return got == expected
+
+
+def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
+    """Run ``student_fn`` on every case of exercise ``name`` and report the first failure, with a hint."""
+    if name not in EXERCISES:
+        raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
+    ex = EXERCISES[name]
+    if not callable(student_fn):
+        return CheckResult(name, False, f"❌ {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
+    same = ex.same or _numbers_close
+    for number, case in enumerate(ex.cases, start=1):
+        expected = ex.reference(*copy.deepcopy(case.args))
+        call = f"{getattr(student_fn, '__name__', name)}({', '.join(_short(a) for a in case.args)})"
+        where = f"❌ {name}, check {number} of {len(ex.cases)} ({case.what})"
+        try:
+            got = student_fn(*copy.deepcopy(case.args))
+        except NotImplementedError:
+            return CheckResult(name, False, f"… {name}: not written yet. Replace `raise NotImplementedError` "
+                                            f"with your code; it should be {ex.signature}.", number)
+        except Exception as err:  # the student's code failed: say how, keep the notebook running
+            return CheckResult(name, False, f"{where}:\n   {call} raised {type(err).__name__}: {err}\n"
+                                            f"   Hint: {case.hint or ex.hint}", number)
+        if not same(got, expected):
+            hint = (ex.diagnose(case.args, got, expected) if ex.diagnose else None) or case.hint or ex.hint
+            return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
+                                            f"got {_short(got)}.\n   Hint: {hint}", number)
+    return CheckResult(name, True, f"✅ {name}: all {len(ex.cases)} checks pass.")
+
+
+# ================================================================================================
+# Notebook 01 — why sequences: perplexity and bigram counting
+# ================================================================================================
+def _perplexity(probs: Sequence[float]) -> float:
+    return math.exp(-sum(math.log(p) for p in probs) / len(probs))
+
+
+def _diagnose_perplexity(args: tuple, got: Any, expected: float) -> str | None:
+    (probs,) = args
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "return one number (a float)."
+    nll = -sum(math.log(p) for p in probs) / len(probs)
+    if not math.isfinite(got) or got == 0.0:
+        return ("multiplying thousands of probabilities underflows to 0.0 in floating point; add their "
+                "logarithms instead: PPL = exp(-(1/T) sum_t log p_t).")
+    if math.isclose(got, nll, rel_tol=1e-6):
+        return "that is the mean negative log-likelihood (the cross-entropy in nats); exponentiate it."
+    if math.isclose(got, 1 / expected, rel_tol=1e-6):
+        return "check the sign: perplexity is exp of the *negative* mean log-probability, so it is >= 1."
+    if math.isclose(got, sum(1 / p for p in probs) / len(probs), rel_tol=1e-6):
+        return "you averaged 1/p_t (an arithmetic mean); perplexity is the geometric mean of 1/p_t."
+    if math.isclose(got, math.exp(nll * len(probs)), rel_tol=1e-6):
+        return "divide the summed negative log-probability by T, the number of symbols."
+    if math.isclose(got, 2 ** nll, rel_tol=1e-6):
+        return "you mixed bases: with natural logs (math.log) use exp; with log2 use 2 ** (...)."
+    return None
+
+
+register(Exercise(
+    name="perplexity",
+    signature="perplexity(probs: list[float]) -> float, where probs[t] = p(x_t | x_<t)",
+    reference=_perplexity,
+    cases=[
+        Case(([0.25, 0.25, 0.25, 0.25],), "a uniform guess among 4 symbols"),
+        Case(([1.0, 1.0, 1.0],), "a model that is always sure and always right"),
+        Case(([0.5, 0.25, 0.125],), "probabilities that differ"),
+        Case(([0.9, 0.1],), "one good guess and one bad one"),
+        Case(([0.01] * 5000,), "a long text",
+             hint="the product of 5000 probabilities of 0.01 is 1e-10000, which underflows to 0.0 in floating "
+                  "point; add logarithms instead of multiplying probabilities."),
+    ],
+    hint="PPL = exp(-(1/T) * sum_t log p_t); math.log is the natural logarithm.",
+    diagnose=_diagnose_perplexity,
+))
+
+
+def _bigram_counts(text: str) -> dict[str, int]:
+    return dict(Counter(text[i:i + 2] for i in range(len(text) - 1)))
+
+
+def _same_counts(got: Any, expected: dict[str, int]) -> bool:
+    if not isinstance(got, dict):
+        return False
+    return {k: v for k, v in got.items() if v != 0} == expected
+
+
+def _diagnose_bigrams(args: tuple, got: Any, expected: dict[str, int]) -> str | None:
+    (text,) = args
+    if not isinstance(got, dict):
+        return f"return a dict (or collections.Counter), not a {type(got).__name__}."
+    if any(isinstance(k, tuple) for k in got):
+        return "use two-character strings such as 'ab' as keys, not tuples."
+    if any(isinstance(k, str) and len(k) != 2 for k in got):
+        return "every key should be exactly two characters: text[i:i+2] for i up to len(text) - 2."
+    if dict(Counter(text[i:i + 2] for i in range(0, len(text) - 1, 2))) == got:
+        return "bigrams overlap: 'aaaa' holds three 'aa' (positions 0, 1, 2). Step by 1, not by 2."
+    if text and _bigram_counts(text + text[0]) == got:
+        return "the last character has no successor; do not wrap around to the first one."
+    if sum(got.values()) != max(len(text) - 1, 0):
+        return f"a text of {len(text)} characters has {max(len(text) - 1, 0)} bigrams; yours sum to {sum(got.values())}."
+    return None
+
+
+register(Exercise(
+    name="bigram_counts",
+    signature="bigram_counts(text: str) -> dict[str, int], e.g. {'ab': 2, 'ba': 1} for 'abab'",
+    reference=_bigram_counts,
+    cases=[
+        Case(("abab",), "a short text"),
+        Case(("aaaa",), "overlapping bigrams"),
+        Case(("a",), "a text too short to hold a bigram"),
+        Case(("",), "an empty text"),
+        Case(("to be, or not to be",), "a line of Hamlet"),
+    ],
+    hint="slide a window of two characters along the text one step at a time and count what you see.",
+    diagnose=_diagnose_bigrams,
+    same=_same_counts,
+))
+
+
+def _bigram_prob(text: str, prev: str, nxt: str, k: float, V: int) -> float:
+    pairs = Counter(text[i:i + 2] for i in range(len(text) - 1))
+    as_context = sum(c for pair, c in pairs.items() if pair[0] == prev)
+    return (pairs[prev + nxt] + k) / (as_context + k * V)
+
+
+def _diagnose_bigram_prob(args: tuple, got: Any, expected: float) -> str | None:
+    text, prev, nxt, k, V = args
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "return one number (a float)."
+    pair = sum(1 for i in range(len(text) - 1) if text[i:i + 2] == prev + nxt)
+    followed = sum(1 for i in range(len(text) - 1) if text[i] == prev)
+    if text.count(prev) + k * V > 0 and math.isclose(got, (pair + k) / (text.count(prev) + k * V), rel_tol=1e-9):
+        return (f"the denominator counts {prev!r} as a *context*: occurrences followed by something. "
+                f"The final character of the text is followed by nothing, so it does not count.")
+    if followed + k > 0 and math.isclose(got, (pair + k) / (followed + k), rel_tol=1e-9):
+        return "each of the V possible next symbols gets k pseudo-counts, so add k * V to the denominator."
+    if followed > 0 and math.isclose(got, pair / followed, rel_tol=1e-9):
+        return "you left out the smoothing: add k to the numerator and k * V to the denominator."
+    return None
+
+
+register(Exercise(
+    name="bigram_prob",
+    signature="bigram_prob(text: str, prev: str, nxt: str, k: float, V: int) -> float, "
+              "the add-k estimate of p(nxt | prev)",
+    reference=_bigram_prob,
+    cases=[
+        Case(("abab", "a", "b", 0.0, 2), "no smoothing, k = 0"),
+        Case(("abab", "b", "a", 0.0, 2), "a context that also ends the text"),
+        Case(("abab", "a", "a", 1.0, 2), "an unseen bigram with add-one"),
+        Case(("abab", "b", "b", 0.5, 3), "add-k with a symbol the text never shows"),
+        Case(("to be, or not to be", "o", " ", 1.0, 27), "a line of Hamlet, add-one"),
+    ],
+    hint="p(nxt | prev) = (c(prev nxt) + k) / (sum over x of c(prev x) + k * V).",
+    diagnose=_diagnose_bigram_prob,
+))
