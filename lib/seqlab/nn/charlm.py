@@ -1,0 +1,84 @@
+"""A character-level language model: embedding -> recurrent layers -> linear read-out.
+
+    e_t = E[x_t]                                   (B, T, d_emb)
+    h_t = RNN / LSTM / GRU (e_t, h_{t-1})          (B, T, H)
+    p(x_{t+1} | x_{≤t}) = softmax(U h_t + b)       (B, T, V)
+
+The recurrent part is seqlab's own from-scratch RNN, LSTM or GRU (``cell=``); pass
+``reference=True`` to use torch.nn's twin instead, for comparisons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.decoding import sample_next
+
+CELLS = ("rnn", "lstm", "gru")
+
+
+@dataclass
+class CharLMConfig:
+    vocab_size: int
+    cell: str = "lstm"  # one of CELLS
+    embed_size: int = 64
+    hidden_size: int = 256
+    num_layers: int = 1
+    dropout: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def recurrent_layer(cell: str, input_size: int, hidden_size: int, num_layers: int = 1, dropout: float = 0.0,
+                    *, reference: bool = False, **kwargs) -> nn.Module:
+    """seqlab's RNN/LSTM/GRU (or torch.nn's with ``reference=True``), batch-first."""
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+    if reference:
+        module = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[cell]
+    else:
+        from seqlab.nn import GRU, LSTM, RNN
+
+        module = {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell]
+    return module(input_size, hidden_size, num_layers=num_layers, dropout=dropout, batch_first=True, **kwargs)
+
+
+class CharLM(nn.Module):
+    """Next-character model. ``forward(x)`` maps ids (B, T) to ``(logits (B, T, V), state)``."""
+
+    def __init__(self, config: CharLMConfig, *, reference: bool = False):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.embed_size)
+        self.rnn = recurrent_layer(config.cell, config.embed_size, config.hidden_size, config.num_layers,
+                                   config.dropout, reference=reference)
+        self.head = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, x: Tensor, state=None) -> tuple[Tensor, object]:
+        if x.dim() != 2 or x.dtype != torch.long:
+            raise ValueError(f"CharLM expects ids of shape (B, T) and dtype torch.long, "
+                             f"got {x.dtype} of shape {tuple(x.shape)}")
+        output, state = self.rnn(self.embed(x), state)  # (B, T, H)
+        return self.head(output), state  # (B, T, V)
+
+    @torch.no_grad()
+    def generate(self, prompt: Tensor, n: int, *, temperature: float = 1.0, top_k: int | None = None,
+                 generator: torch.Generator | None = None) -> Tensor:
+        """Continue a 1-D prompt of ids by ``n`` sampled ids; returns prompt + continuation (1-D)."""
+        if prompt.dim() != 1 or len(prompt) == 0:
+            raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
+        was_training = self.training
+        self.eval()
+        device = self.head.weight.device
+        logits, state = self(prompt.to(device)[None])  # read the prompt once, keep the state
+        out = [prompt.to(device)]
+        for _ in range(n):
+            next_id = sample_next(logits[:, -1], temperature=temperature, top_k=top_k, generator=generator)
+            out.append(next_id)
+            logits, state = self(next_id[None], state)
+        self.train(was_training)
+        return torch.cat(out)

@@ -1,0 +1,524 @@
+r"""Gate explorer: what the gates, cell state and hidden state of an RNN/LSTM/GRU do over a text.
+
+Three parts, as for every course widget:
+
+- **compute** -- :func:`gate_record` runs a character model once over a text and returns a
+  :class:`GateRecord`: the characters and, for every quantity the recurrent layer traces, a
+  ``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``).
+- **draw** -- :func:`draw_gates` turns a record into stacked heatmaps (time x units): the chosen
+  gate, the cell state (LSTM only) and the hidden state, with the chosen step's column outlined
+  in every panel. :class:`GatePlot` is the same figure kept alive and updated in place, which is
+  what makes the widget answer quickly.
+- **controls** -- :class:`GateExplorer` joins them with ipywidgets (model, gate, units, step)
+  through :class:`~seqlab.widgets.live.LiveFigure`, and shows the chosen step's numbers.
+
+    models = {"LSTM": load_pretrained("charlm-lstm")[0], "GRU": load_pretrained("charlm-gru")[0]}
+    GateExplorer(models, char_lm_data().vocab, "In 2010, she moved to Paris.")
+
+The GRU's ``z`` is torch's update gate: :math:`h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}`, so
+``z`` near 1 *keeps* the old state (the lectures' :math:`z_t` is torch's :math:`1 - z_t`; see
+``seqlab.nn.gru``).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox, ScaledTranslation, blended_transform_factory
+
+from seqlab.notebook import FIGURE_DPI
+from seqlab.widgets.live import LiveFigure
+
+if TYPE_CHECKING:
+    from seqlab.data import Vocab
+
+__all__ = ["GATES", "GateExplorer", "GateFigure", "GatePlot", "GateRecord", "QUANTITIES", "draw_gates", "gate_record"]
+
+# cell type -> the gates a user can pick (in torch's weight order), and the default one
+GATES: dict[str, tuple[str, ...]] = {"lstm": ("i", "f", "g", "o"), "gru": ("r", "z", "n"), "rnn": ("a",)}
+DEFAULT_GATE = {"lstm": "f", "gru": "z", "rnn": "a"}
+
+# name -> (symbol, description, kind); kind 'sigmoid' is drawn 0..1 with a sequential map,
+# 'tanh' is in (-1, 1) and 'signed' is unbounded, both with a diverging map centred at 0
+QUANTITIES: dict[str, tuple[str, str, str]] = {
+    "i": ("i_t", "input gate", "sigmoid"),
+    "f": ("f_t", "forget gate", "sigmoid"),
+    "g": ("g_t", "candidate c̃_t", "tanh"),
+    "o": ("o_t", "output gate", "sigmoid"),
+    "c": ("c_t", "cell state", "signed"),
+    "r": ("r_t", "reset gate", "sigmoid"),
+    "z": ("z_t", "update gate (1 keeps the old h)", "sigmoid"),
+    "n": ("n_t", "candidate h̃_t", "tanh"),
+    "a": ("a_t", "pre-activation", "signed"),
+    "h": ("h_t", "hidden state", "tanh"),
+}
+SEQUENTIAL_CMAP, DIVERGING_CMAP = "viridis", "RdBu_r"
+VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}  # characters that would be blank as labels
+
+
+def _visible(ch: str) -> str:
+    return VISIBLE.get(ch, ch)
+
+
+# ================================================================================================
+# compute
+# ================================================================================================
+
+@dataclass(frozen=True)
+class GateRecord:
+    """Everything one pass of a character model over ``text`` computed inside its recurrent layer.
+
+    ``values[name]`` is a ``(T, H)`` float32 array for every traced name (LSTM ``i f g o c h``,
+    GRU ``r z n h``, RNN ``a h``); row ``t`` is the step that read ``chars[t]``. The state before
+    the first step is zero. ``top_next[t]`` holds the model's three likeliest next characters
+    after reading ``chars[: t + 1]``, with their probabilities.
+    """
+
+    chars: tuple[str, ...]
+    cell: str                                   # 'lstm', 'gru' or 'rnn'
+    mode: str                                   # the trace's mode: 'LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU'
+    values: dict[str, np.ndarray]               # name -> (T, H)
+    layer: int = 0
+    direction: str = "forward"
+    top_next: tuple[tuple[tuple[str, float], ...], ...] = field(default=(), repr=False)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chars)
+
+    @property
+    def steps(self) -> int:
+        return len(self.chars)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.values["h"].shape[1])
+
+    @property
+    def gates(self) -> tuple[str, ...]:
+        return GATES[self.cell]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
+
+
+@torch.no_grad()
+def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int = 0,
+                direction: str = "forward") -> GateRecord:
+    """Run ``model`` (a :class:`~seqlab.nn.charlm.CharLM`) once over ``text`` and record its gates.
+
+    ``vocab`` maps characters to ids (``seqlab.data.char_lm_data().vocab``). The model runs in
+    eval mode without gradients; its training flag is restored afterwards.
+    """
+    from seqlab.nn._recurrent import RecurrentBase
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    if not text:
+        raise ValueError("text is empty: give at least one character to run the model over")
+    missing = sorted(set(text) - set(vocab.stoi))
+    if missing:
+        shown = ", ".join(repr(ch) for ch in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise ValueError(f"text has {len(missing)} character(s) outside the model's vocabulary of "
+                         f"{len(vocab)}: {shown}; remove or replace them")
+    rnn = getattr(model, "rnn", None)
+    if not isinstance(rnn, RecurrentBase):
+        what = type(rnn).__name__ if rnn is not None else f"{type(model).__name__} without an .rnn layer"
+        raise TypeError(f"the model's recurrent layer ({what}) records no gate trace; build the model with "
+                        "seqlab's RNN/LSTM/GRU (e.g. CharLM(config), not reference=True)")
+    if not 0 <= layer < rnn.num_layers:
+        raise ValueError(f"layer must be in 0..{rnn.num_layers - 1}, got {layer}")
+    if direction not in ("forward", "reverse") or (direction == "reverse" and not rnn.bidirectional):
+        allowed = "'forward' or 'reverse'" if rnn.bidirectional else "'forward' (the model is not bidirectional)"
+        raise ValueError(f"direction must be {allowed}, got {direction!r}")
+
+    was_training = model.training
+    model.eval()
+    try:
+        device = next(model.parameters()).device
+        ids = vocab.encode(text).to(device)[None]                     # (1, T)
+        _, _, trace = rnn(model.embed(ids), return_trace=True)
+        logits = model.head(trace.layers[-1]["forward"]["h"]) if not rnn.bidirectional else None
+    finally:
+        model.train(was_training)
+
+    values = {name: trace.get(name, layer, direction)[0].float().cpu().numpy()   # (T, H)
+              for name in trace.names}
+    top_next: tuple = ()
+    if logits is not None:
+        probs, top = torch.softmax(logits[0].float(), dim=-1).topk(min(3, logits.shape[-1]), dim=-1)
+        top_next = tuple(tuple((vocab.itos[int(i)], float(p)) for p, i in zip(ps, ids_))
+                         for ps, ids_ in zip(probs.cpu(), top.cpu()))
+    cell = {"LSTM": "lstm", "GRU": "gru"}.get(trace.mode, "rnn")
+    return GateRecord(tuple(text), cell, trace.mode, values, layer, direction, top_next)
+
+
+def _limit(record: GateRecord, name: str) -> tuple[float, float]:
+    """Colour limits: 0..1 for sigmoid gates, ±1 for tanh outputs, ±(99th percentile of |x|) else."""
+    kind = QUANTITIES[name][2]
+    if kind == "sigmoid":
+        return 0.0, 1.0
+    if kind == "tanh" and not (name == "h" and record.mode == "RNN_RELU"):
+        return -1.0, 1.0
+    bound = float(np.percentile(np.abs(record[name]), 99)) or 1.0
+    return -bound, bound
+
+
+def _check_view(record: GateRecord, gate: str, units: tuple[int, int], step: int) -> tuple[int, int]:
+    if gate not in record.gates:
+        raise ValueError(f"gate must be one of {record.gates} for a {record.cell.upper()}, got {gate!r}")
+    start, stop = (int(u) for u in units)
+    if not 0 <= start < stop <= record.hidden_size:
+        raise ValueError(f"units=(start, stop) must satisfy 0 <= start < stop <= {record.hidden_size}, "
+                         f"got {units}")
+    if not 0 <= step < record.steps:
+        raise ValueError(f"step must be in 0..{record.steps - 1}, got {step}")
+    return start, stop
+
+
+# ================================================================================================
+# draw
+# ================================================================================================
+
+class GateFigure(Figure):
+    """A matplotlib Figure that shows itself as a PNG when it is a notebook cell's value.
+
+    It is not registered with pyplot (no duplicate picture at the end of the cell, no leak in
+    ``plt.get_fignums()``), so it brings its own ``_repr_png_`` for when the inline backend has
+    not been loaded.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=self.dpi)
+        return buffer.getvalue()
+
+
+class GatePlot:
+    """A gate figure that stays alive: :meth:`update` changes its artists in place.
+
+    Built once per record. Moving the units or the gate swaps image data, colour limits and
+    titles; moving the step only moves the highlight. :meth:`png` renders it for the widget:
+    after a full draw it keeps the picture without the step's artists, so a step move costs
+    a copy, a few patches and the PNG encoding instead of a full redraw (matplotlib's blitting).
+    The figure is a :class:`GateFigure`, not registered with pyplot.
+    """
+
+    WIDTH, PANEL_HEIGHT, TOP, BOTTOM = 9.5, 1.7, 0.5, 0.45      # inches
+    LEFT, RIGHT = 0.6, 0.65                                      # inches
+
+    def __init__(self, record: GateRecord, *, dpi: int = FIGURE_DPI):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        self.record = record
+        self.panels = ("gate", "c", "h") if record.cell == "lstm" else ("gate", "h")
+        n, T = len(self.panels), record.steps
+        height = self.TOP + self.BOTTOM + n * self.PANEL_HEIGHT
+        self.figure = fig = GateFigure(figsize=(self.WIDTH, height), dpi=dpi, facecolor="white")
+        self.canvas = FigureCanvasAgg(fig)
+        grid = fig.add_gridspec(n, 2, width_ratios=(1, 0.018), wspace=0.02, hspace=0.3,
+                                left=self.LEFT / self.WIDTH, right=1 - self.RIGHT / self.WIDTH,
+                                top=1 - self.TOP / height, bottom=self.BOTTOM / height)
+        self.axes, self.images, self.colorbars, self.titles = [], [], [], []
+        self.dynamic: list = []          # what a step move changes: drawn over the kept background
+        for row, panel in enumerate(self.panels):
+            ax = fig.add_subplot(grid[row, 0])
+            image = ax.imshow(np.zeros((1, T)), aspect="auto", interpolation="nearest",
+                              extent=(-0.5, T - 0.5, 0.5, -0.5), cmap=DIVERGING_CMAP)
+            ax.set_xlim(-0.5, T - 0.5)
+            colorbar = fig.colorbar(image, cax=fig.add_subplot(grid[row, 1]))
+            colorbar.ax.tick_params(labelsize=8)
+            colorbar.ax.yaxis.set_major_locator(MaxNLocator(4))
+            ax.yaxis.set_major_locator(MaxNLocator(4, integer=True))
+            ax.tick_params(axis="y", labelsize=8)
+            # fixed label and title positions: matplotlib need not measure the tick labels
+            ax.set_ylabel("unit", fontsize=9)
+            ax.yaxis.set_label_coords(-0.045, 0.5)
+            self.titles.append(ax.set_title("", loc="left", fontsize=10, y=1.0, pad=3))
+            ax.grid(False)
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(True)
+            # the chosen step: a white band under a black outline, visible on any colour map
+            blend = blended_transform_factory(ax.transData, ax.transAxes)
+            for colour, width in (("white", 3.5), ("black", 1.5)):
+                patch = Rectangle((-0.5, 0), 1, 1, transform=blend, fill=False, edgecolor=colour, lw=width,
+                                  clip_on=False, zorder=3)
+                ax.add_patch(patch)
+                self.dynamic.append(patch)
+            self.axes.append(ax)
+            self.images.append(image)
+            self.colorbars.append(colorbar)
+            self._set_quantity(row, "f" if panel == "gate" else panel)   # the gate is set by update()
+        # x axis: the characters, under the bottom panel only
+        every = max(1, int(np.ceil(T / 80)))            # beyond ~80 characters, label every k-th
+        bottom = self.axes[-1]
+        bottom.set_xticks(range(0, T, every))
+        bottom.set_xticklabels([_visible(ch) for ch in record.chars[::every]], fontsize=9, family="monospace")
+        bottom.tick_params(axis="x", length=0, pad=4)   # no tick marks: the strip below is cached
+        bottom.set_xlabel("character read at step t", fontsize=9)
+        bottom.xaxis.set_label_coords(0.5, -0.2 * 1.7 / self.PANEL_HEIGHT)
+        for ax in self.axes[:-1]:
+            ax.set_xticks([])
+        # the step's character again, in red over its black tick label
+        shift = ScaledTranslation(0, -4 / 72, fig.dpi_scale_trans)  # the tick labels' pad: 4 points
+        self.step_label = bottom.text(0, 0, "", transform=blended_transform_factory(bottom.transData,
+                                                                                    bottom.transAxes) + shift,
+                                      ha="center", va="top", fontsize=9, family="monospace", color="crimson",
+                                      fontweight="bold", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+        self.header = fig.text(self.LEFT / self.WIDTH, 1 - 0.08 / height, "", fontsize=11, va="top", ha="left")
+        self.dynamic += [self.step_label, self.header]
+        self.view: tuple | None = None
+        self._quantities: list[str | None] = [None if p == "gate" else p for p in self.panels]
+        self._background = None          # the rendered picture without the dynamic artists
+        self._strip = None               # the rendered characters under the bottom panel
+
+    def _set_quantity(self, row: int, name: str) -> None:
+        """Point panel ``row`` at quantity ``name``: colour map, limits, title."""
+        lo, hi = _limit(self.record, name)
+        image = self.images[row]
+        image.set_cmap(SEQUENTIAL_CMAP if QUANTITIES[name][2] == "sigmoid" else DIVERGING_CMAP)
+        image.set_clim(lo, hi)
+        symbol, description, _ = QUANTITIES[name]
+        description = description.replace("c̃_t", r"$\tilde{c}_t$").replace("h̃_t", r"$\tilde{h}_t$")
+        self.titles[row].set_text(f"${symbol}$  {description}")
+
+    def update(self, gate: str, units: tuple[int, int], step: int) -> GateFigure:
+        """Show ``gate`` (one of ``record.gates``), units ``start <= u < stop``, and highlight ``step``."""
+        record = self.record
+        start, stop = _check_view(record, gate, units, step)
+        old_units = self.view[1] if self.view else None
+        for row, panel in enumerate(self.panels):
+            name = gate if panel == "gate" else panel
+            if name != self._quantities[row] or (start, stop) != old_units:
+                if name != self._quantities[row]:
+                    self._set_quantity(row, name)
+                self.images[row].set_data(record[name][:, start:stop].T)               # (units, T)
+                self.images[row].set_extent((-0.5, record.steps - 0.5, stop - 0.5, start - 0.5))
+                self._quantities[row] = name
+                self._background = None
+        for artist in self.dynamic[:-2]:
+            artist.set_x(step - 0.5)
+        self.step_label.set_x(step)
+        self.step_label.set_text(_visible(record.chars[step]))
+        layer = f"layer {record.layer}" + (f", {record.direction}" if record.direction != "forward" else "")
+        self.header.set_text(f"{record.mode.replace('_', ' ')} ({layer}), units {start}–{stop - 1}:  "
+                             f"step t = {step} reads {_visible(record.chars[step])!r}")
+        self.view = (gate, (start, stop), step)
+        return self.figure
+
+    def png(self, *, compress_level: int = 1) -> bytes:
+        """PNG bytes of the figure as it is now (full draw only when more than the step changed)."""
+        from PIL import Image
+
+        if self._background is None:
+            for artist in self.dynamic:
+                artist.set_animated(True)      # left out of the full draw ...
+            bottom = self.axes[-1]
+            if self._strip is None:
+                self.canvas.draw()
+                # the characters under the bottom panel never change: keep their pixels
+                box = bottom.bbox
+                self._strip = self.canvas.copy_from_bbox(Bbox.from_extents(box.x0 - 2, 0, box.x1 + 2, box.y0 - 3))
+            else:                              # drawing 60 tick labels is a third of a full draw
+                bottom.xaxis.set_visible(False)
+                self.canvas.draw()
+                bottom.xaxis.set_visible(True)
+                self.canvas.restore_region(self._strip)
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+            for artist in self.dynamic:
+                artist.set_animated(False)     # ... but part of the figure again for savefig
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in self.dynamic:
+            self.figure.draw_artist(artist)
+        pixels = np.asarray(self.canvas.buffer_rgba())[..., :3]     # (height, width, 3), opaque
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="png", compress_level=compress_level)
+        return buffer.getvalue()
+
+
+def draw_gates(record: GateRecord, gate: str | None = None, units: tuple[int, int] | None = None,
+               step: int = 0) -> GateFigure:
+    """Heatmaps over time x units of ``gate``, the cell state (LSTM) and the hidden state.
+
+    ``units=(start, stop)`` selects units ``start <= u < stop`` (default: the first 32);
+    ``gate`` defaults to the forget gate (LSTM), the update gate (GRU) or the pre-activation
+    (RNN). The column of ``step`` is outlined in every panel. Returns a new Figure.
+    """
+    gate = DEFAULT_GATE[record.cell] if gate is None else gate
+    units = (0, min(32, record.hidden_size)) if units is None else units
+    return GatePlot(record).update(gate, units, step)
+
+
+# ================================================================================================
+# controls
+# ================================================================================================
+
+class _GateLiveFigure(LiveFigure):
+    """LiveFigure with two small additions the gate explorer needs.
+
+    - ``render(**values) -> bytes`` replaces ``figure_to_png(draw(**values))``: the explorer keeps
+      one figure per model alive and renders it with :meth:`GatePlot.png` (blitting), instead of
+      building and fully rendering a new figure at every slider move.
+    - ``held``: while True, control changes do not redraw (a model switch changes the gate and
+      units controls too, and should redraw once).
+    """
+
+    held = False
+
+    def __init__(self, render, controls, **kwargs):
+        self.render = render
+        super().__init__(None, controls, **kwargs)
+
+    def redraw(self) -> None:
+        started = time.perf_counter()
+        values = self.values()
+        self.image.value = self.render(**values)
+        self.last_redraw_ms = (time.perf_counter() - started) * 1000
+        self.last_values = values
+        self.redraws += 1
+        if self.show_timing:
+            self.status.value = f"<small>redrawn in {self.last_redraw_ms:.0f} ms</small>"
+
+    def _on_change(self, change) -> None:
+        if not self.held:
+            super()._on_change(change)
+
+
+def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: str | None = None,
+               max_units: int = 8) -> str:
+    """HTML with the numbers of one step: the character, the model's guess of the next one, and every
+    traced value for the first ``max_units`` of units ``start <= u < stop`` (row ``gate`` in bold)."""
+    start, stop = units
+    shown = list(range(start, min(stop, start + max_units)))
+    T = record.steps
+    left = "".join(record.chars[max(0, step - 20):step])
+    right = "".join(record.chars[step + 1:step + 11])
+    context = (html.escape(left.replace("\n", "↵")) + "<b style='color:crimson;text-decoration:underline'>"
+               + html.escape(_visible(record.chars[step])) + "</b>" + html.escape(right.replace("\n", "↵")))
+    lines = [f"<div style='font-family:monospace;font-size:12px'>"
+             f"<div>step <b>t = {step}</b> of {T}: reads <b>{html.escape(repr(record.chars[step]))}</b>"
+             f" &nbsp;…{context}…</div>"]
+    if record.top_next:
+        guesses = ", ".join(f"{html.escape(repr(ch))} {p:.2f}" for ch, p in record.top_next[step])
+        lines.append(f"<div>model's next-character guess: {guesses}</div>")
+    names = [n for n in ("i", "f", "g", "o", "r", "z", "n", "a", "c", "h") if n in record.values]
+    cell = "style='padding:1px 6px;text-align:right'"
+    rows = ["<tr><th " + cell + ">unit</th>" + "".join(f"<th {cell}>{u}</th>" for u in shown) + "</tr>"]
+    for name in names:
+        symbol, description, _ = QUANTITIES[name]
+        values = "".join(f"<td {cell} data-name='{name}' data-unit='{u}'>{record[name][step, u]:+.3f}</td>"
+                         for u in shown)
+        weight = "font-weight:bold;" if name == gate else ""
+        rows.append(f"<tr style='{weight}'><td style='padding:1px 6px;text-align:left'>{name} "
+                    f"<span style='color:#666'>{html.escape(description)}</span></td>{values}</tr>")
+    more = f" (first {len(shown)} of the {stop - start} selected units)" if stop - start > len(shown) else ""
+    lines.append(f"<table style='border-collapse:collapse'>{''.join(rows)}</table>{more}</div>")
+    return "".join(lines)
+
+
+class GateExplorer:
+    """Widget: pick a model, a gate, units and a time step; see the heatmaps and the step's numbers.
+
+    ``models`` maps a label (shown in the model dropdown) to a CharLM; each is run over ``text``
+    once, when first shown. The units slider is inclusive at both ends (as it reads); the
+    figure shows units ``lo..hi``. Set controls from code (``explorer.step.value = 5``) to
+    drive it without a display; ``explorer.live`` is the underlying LiveFigure.
+    """
+
+    def __init__(self, models: Mapping[str, torch.nn.Module], vocab: Vocab, text: str, *,
+                 units: tuple[int, int] = (0, 31), step: int = 0, dpi: int = FIGURE_DPI):
+        if not models:
+            raise ValueError("models is empty: give at least one, e.g. {'LSTM': model}")
+        self.models = dict(models)
+        self.vocab, self.text = vocab, text
+        self._records: dict[str, GateRecord] = {}
+        self._plots: dict[str, GatePlot] = {}
+        first = next(iter(self.models))
+        record = self.record(first)
+        hidden = record.hidden_size
+        lo, hi = min(units[0], hidden - 1), min(units[1], hidden - 1)
+        self.model = widgets.Dropdown(options=list(self.models), value=first, description="model",
+                                      layout=widgets.Layout(width="190px"))
+        self.gate = widgets.Dropdown(options=self._gate_options(record), value=DEFAULT_GATE[record.cell],
+                                     description="gate", layout=widgets.Layout(width="290px"))
+        slider = {"continuous_update": True, "style": {"description_width": "initial"}}
+        self.units = widgets.IntRangeSlider(value=(lo, hi), min=0, max=hidden - 1, description="units",
+                                            layout=widgets.Layout(width="360px"), **slider)
+        self.step = widgets.IntSlider(value=min(step, record.steps - 1), min=0, max=record.steps - 1,
+                                      description="step t", layout=widgets.Layout(width="560px"), **slider)
+        self.numbers = widgets.HTML()
+        # registered before the LiveFigure's own observers, so it runs first on a model switch
+        self.model.observe(self._on_model, names="value")
+        self.dpi = dpi
+        self.live = _GateLiveFigure(self._render, {"model": self.model, "gate": self.gate,
+                                                   "units": self.units, "step": self.step}, dpi=dpi)
+        self.widget = widgets.VBox([widgets.HBox([self.model, self.gate, self.units]), self.step,
+                                    self.live.image, self.numbers, self.live.status])
+
+    # compute, cached per model ------------------------------------------------------------------
+    def record(self, name: str) -> GateRecord:
+        """The record of model ``name`` over the text (computed once)."""
+        if name not in self._records:
+            self._records[name] = gate_record(self.models[name], self.vocab, self.text)
+        return self._records[name]
+
+    @staticmethod
+    def _gate_options(record: GateRecord) -> list[tuple[str, str]]:
+        return [(f"{g}: {QUANTITIES[g][1]}", g) for g in record.gates]
+
+    # controls -------------------------------------------------------------------------------------
+    def _on_model(self, change) -> None:
+        """Model switched: gate options follow its cell type, the units slider its size."""
+        record = self.record(change["new"])
+        self.live.held = True
+        try:
+            gate = self.gate.value
+            self.gate.options = self._gate_options(record)
+            self.gate.value = gate if gate in record.gates else DEFAULT_GATE[record.cell]
+            if self.units.max != record.hidden_size - 1:
+                lo, hi = self.units.value
+                self.units.max = record.hidden_size - 1
+                self.units.value = (min(lo, record.hidden_size - 1), min(hi, record.hidden_size - 1))
+        finally:
+            self.live.held = False
+        # the LiveFigure's observer of the model dropdown runs next and redraws once
+
+    # draw -----------------------------------------------------------------------------------------
+    def plot(self, name: str) -> GatePlot:
+        """The live figure of model ``name`` (built once)."""
+        if name not in self._plots:
+            self._plots[name] = GatePlot(self.record(name), dpi=self.dpi)
+        return self._plots[name]
+
+    def _render(self, model: str, gate: str, units: tuple[int, int], step: int) -> bytes:
+        view = (units[0], units[1] + 1)                 # slider (lo, hi) inclusive -> [start, stop)
+        plot = self.plot(model)
+        plot.update(gate, view, step)
+        self.numbers.value = step_table(plot.record, step, view, gate=gate)
+        return plot.png()
+
+    def figure(self) -> GateFigure:
+        """A new static figure of the current view (for a notebook's saved output)."""
+        lo, hi = self.units.value
+        return draw_gates(self.record(self.model.value), self.gate.value, (lo, hi + 1), self.step.value)
+
+    @property
+    def redraws(self) -> int:
+        return self.live.redraws
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)

@@ -1,0 +1,519 @@
+"""seqlab.nn's RNN, LSTM and GRU against their torch.nn twins, loaded with the same weights.
+
+Every parity test compares outputs, final states and the gradients of all parameters, the
+input and the initial state, float32, max abs error <= 1e-5. Both of seqlab's paths are tested:
+the fused one (hand-written backward) and the plain autograd loop (``fused = False``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from seqlab.nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RecurrentTrace, RNNCell
+
+TOL = 1e-5
+T, B, I, H = 5, 3, 4, 6
+
+# kind -> (seqlab class, torch class, extra constructor kwargs)
+KINDS = {
+    "rnn_tanh": (RNN, torch.nn.RNN, {}),
+    "rnn_relu": (RNN, torch.nn.RNN, {"nonlinearity": "relu"}),
+    "lstm": (LSTM, torch.nn.LSTM, {}),
+    "gru": (GRU, torch.nn.GRU, {}),
+}
+CELLS = {
+    "rnn_tanh": (RNNCell, torch.nn.RNNCell, {}),
+    "rnn_relu": (RNNCell, torch.nn.RNNCell, {"nonlinearity": "relu"}),
+    "lstm": (LSTMCell, torch.nn.LSTMCell, {}),
+    "gru": (GRUCell, torch.nn.GRUCell, {}),
+}
+
+
+def make_pair(kind: str, *args, fused: bool = True, seed: int = 0, **kwargs):
+    """A torch.nn module and its seqlab twin holding the same weights."""
+    ours_cls, torch_cls, extra = KINDS[kind]
+    torch.manual_seed(seed)
+    reference = torch_cls(*args, **extra, **kwargs)
+    ours = ours_cls(*args, **extra, **kwargs)
+    ours.load_state_dict(reference.state_dict())
+    ours.fused = fused
+    return reference, ours
+
+
+def leaf(*shape: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator).requires_grad_()
+
+
+def clone_leaf(t: torch.Tensor | None) -> torch.Tensor | None:
+    return None if t is None else t.detach().clone().requires_grad_()
+
+
+def flatten_state(state) -> list[torch.Tensor]:
+    return list(state) if isinstance(state, tuple) else [state]
+
+
+def run(module, x, hx=None, unpack_to: int | None = None, **kwargs):
+    """Forward, a loss touching every output, backward; returns tensors to compare."""
+    x, hx = clone_leaf(x), None if hx is None else tuple(clone_leaf(s) for s in hx)
+    hx_arg = None if hx is None else (hx if len(hx) == 2 else hx[0])
+    result = module(x, hx_arg, **kwargs)
+    if type(module).__name__.endswith("Cell"):  # a cell returns h, or (h, c)
+        output, state = (result[0] if isinstance(result, tuple) else result), result
+    else:
+        output, state = result
+    if unpack_to is not None:  # torch returned a PackedSequence
+        output, _ = pad_packed_sequence(output, total_length=unpack_to,
+                                        batch_first=getattr(module, "batch_first", False))
+    states = flatten_state(state)
+    weights = torch.Generator().manual_seed(123)
+    loss = (output * torch.randn(output.shape, generator=weights)).sum()
+    for s in states:
+        loss = loss + (s * torch.randn(s.shape, generator=weights)).sum()
+    loss.backward()
+    grads = {name.removeprefix("rnn."): p.grad for name, p in module.named_parameters()}
+    grads["input"] = x.grad
+    for k, s in enumerate(hx or ()):
+        grads[f"hx{k}"] = s.grad
+    return output.detach(), [s.detach() for s in states], grads
+
+
+class PackedTwin(torch.nn.Module):
+    """A torch.nn recurrent module that packs its padded input with ``lengths`` first."""
+
+    def __init__(self, rnn: torch.nn.Module, lengths: torch.Tensor, batch_first: bool = False):
+        super().__init__()
+        self.rnn, self.lengths, self.batch_first = rnn, lengths, batch_first
+
+    def forward(self, x, hx=None):
+        return self.rnn(pack_padded_sequence(x, self.lengths, batch_first=self.batch_first,
+                                             enforce_sorted=False), hx)
+
+
+def max_error(a, b) -> float:
+    out_a, states_a, grads_a = a
+    out_b, states_b, grads_b = b
+    assert out_a.shape == out_b.shape
+    assert grads_a.keys() == grads_b.keys()
+    errors = [(out_a - out_b).abs().max()]
+    errors += [(s - t).abs().max() for s, t in zip(states_a, states_b, strict=True)]
+    errors += [(grads_a[k] - grads_b[k]).abs().max() for k in grads_a]
+    return max(float(e) for e in errors)
+
+
+# --------------------------------------------------------------------------------------------
+# Parity with torch.nn
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "plain"])
+@pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["TB", "BT"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("num_layers", [1, 2])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_layer_matches_torch(kind, num_layers, bidirectional, batch_first, with_hx, fused):
+    reference, ours = make_pair(kind, I, H, num_layers=num_layers, bidirectional=bidirectional,
+                                batch_first=batch_first, fused=fused)
+    x = leaf(*((B, T, I) if batch_first else (T, B, I)), seed=1)
+    rows = num_layers * (2 if bidirectional else 1)
+    hx = None
+    if with_hx:
+        hx = tuple(leaf(rows, B, H, seed=2 + k) for k in range(2 if kind == "lstm" else 1))
+    assert max_error(run(reference, x, hx), run(ours, x, hx)) <= TOL
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_no_bias_and_eval_dropout_match_torch(kind):
+    reference, ours = make_pair(kind, I, H, num_layers=3, bias=False, dropout=0.5, bidirectional=True)
+    reference.eval()
+    ours.eval()
+    x = leaf(T, B, I, seed=1)
+    assert max_error(run(reference, x), run(ours, x)) <= TOL
+    assert not any("bias" in name for name, _ in ours.named_parameters())
+
+
+@pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_unbatched_input_matches_torch(kind, with_hx):
+    reference, ours = make_pair(kind, I, H, num_layers=2, bidirectional=True, batch_first=True)
+    x = leaf(T, I, seed=1)                       # (T, input_size): no batch dimension
+    hx = tuple(leaf(4, H, seed=2 + k) for k in range(2 if kind == "lstm" else 1)) if with_hx else None
+    result = run(ours, x, hx)
+    assert result[0].shape == (T, 2 * H) and result[1][0].shape == (4, H)
+    assert max_error(run(reference, x, hx), result) <= TOL
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "plain"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["TB", "BT"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_lengths_match_packed_sequence(kind, bidirectional, batch_first, fused):
+    reference, ours = make_pair(kind, I, H, num_layers=2, bidirectional=bidirectional,
+                                batch_first=batch_first, fused=fused)
+    steps, batch = 6, 4
+    lengths = torch.tensor([3, 6, 1, 4])         # unsorted, one full-length, one of length 1
+    x = leaf(*((batch, steps, I) if batch_first else (steps, batch, I)), seed=1)
+    hx = tuple(leaf(ours.num_layers * ours.num_directions, batch, H, seed=2 + k)
+               for k in range(2 if kind == "lstm" else 1))
+
+    expected = run(PackedTwin(reference, lengths, batch_first), x, hx, unpack_to=steps)
+    got = run(ours, x, hx, lengths=lengths)
+    assert max_error(expected, got) <= TOL
+    padded = got[0] if batch_first else got[0].transpose(0, 1)          # (B, T, D*H)
+    for b, n in enumerate(lengths.tolist()):
+        assert torch.all(padded[b, n:] == 0)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_packed_sequence_input_matches_torch(kind):
+    reference, ours = make_pair(kind, I, H, num_layers=2, bidirectional=True)
+    x = torch.randn(6, 4, I)
+    packed = pack_padded_sequence(x, torch.tensor([3, 6, 1, 4]), enforce_sorted=False)
+    out_ref, state_ref = reference(packed)
+    out_ours, state_ours = ours(packed)
+    assert torch.equal(out_ours.batch_sizes, out_ref.batch_sizes)
+    assert torch.equal(out_ours.sorted_indices, out_ref.sorted_indices)
+    assert (out_ours.data - out_ref.data).abs().max() <= TOL
+    for s, t in zip(flatten_state(state_ours), flatten_state(state_ref), strict=True):
+        assert (s - t).abs().max() <= TOL
+
+
+@pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("kind", list(CELLS))
+def test_cell_matches_torch(kind, bias, batched, with_hx):
+    ours_cls, torch_cls, extra = CELLS[kind]
+    torch.manual_seed(0)
+    reference = torch_cls(I, H, bias=bias, **extra)
+    ours = ours_cls(I, H, bias=bias, **extra)
+    ours.load_state_dict(reference.state_dict())
+    x = leaf(B, I, seed=1) if batched else leaf(I, seed=1)
+    shape = (B, H) if batched else (H,)
+    hx = tuple(leaf(*shape, seed=2 + k) for k in range(2 if kind == "lstm" else 1)) if with_hx else None
+    assert max_error(run(reference, x, hx), run(ours, x, hx)) <= TOL
+
+
+def test_cell_steps_reproduce_layer():
+    """A layer is its cell applied at every step with the same weights."""
+    torch.manual_seed(0)
+    layer, cell = LSTM(I, H), LSTMCell(I, H)
+    cell.load_state_dict({k.removesuffix("_l0"): v for k, v in layer.state_dict().items()})
+    x = torch.randn(T, B, I)
+    output, (h_n, c_n) = layer(x)
+    h, c = torch.zeros(B, H), torch.zeros(B, H)
+    for t in range(T):
+        h, c = cell(x[t], (h, c))
+        assert (output[t] - h).abs().max() <= TOL
+    assert (h_n[0] - h).abs().max() <= TOL and (c_n[0] - c).abs().max() <= TOL
+
+
+# --------------------------------------------------------------------------------------------
+# Parameters: names, shapes, initialisation, state_dict round trips
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_state_dict_round_trip_both_ways(kind):
+    ours_cls, torch_cls, extra = KINDS[kind]
+    reference, ours = make_pair(kind, I, H, num_layers=2, bidirectional=True)
+    assert list(ours.state_dict()) == list(reference.state_dict())          # same names, same order
+    for (name, p), (_, q) in zip(ours.named_parameters(), reference.named_parameters(), strict=True):
+        assert p.shape == q.shape, name
+    torch.manual_seed(7)
+    fresh_ours = ours_cls(I, H, num_layers=2, bidirectional=True, **extra)
+    fresh_torch = torch_cls(I, H, num_layers=2, bidirectional=True, **extra)
+    fresh_torch.load_state_dict(fresh_ours.state_dict())                     # ours -> torch, strict
+    fresh_ours.load_state_dict(fresh_torch.state_dict())                     # and back
+    x = torch.randn(T, B, I)
+    assert (fresh_ours(x)[0] - fresh_torch(x)[0]).abs().max() <= TOL
+
+
+@pytest.mark.parametrize("kind", list(CELLS))
+def test_cell_state_dict_round_trip(kind):
+    ours_cls, torch_cls, extra = CELLS[kind]
+    ours, reference = ours_cls(I, H, **extra), torch_cls(I, H, **extra)
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    reference.load_state_dict(ours.state_dict())
+    ours.load_state_dict(reference.state_dict())
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_init_is_uniform_within_torch_bound(kind):
+    torch.manual_seed(0)
+    ours = KINDS[kind][0](I, 16, num_layers=2, **KINDS[kind][2])
+    bound = 1 / 16 ** 0.5
+    for name, p in ours.named_parameters():
+        assert p.abs().max() <= bound, name
+        assert p.std() > bound / 4, name                   # spread out, not all zero
+    gates = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}[kind]
+    assert ours.weight_ih_l0.shape == (gates * 16, I) and ours.weight_ih_l1.shape == (gates * 16, 16)
+
+
+def test_repr_matches_torch():
+    kwargs = {"num_layers": 2, "bias": False, "batch_first": True, "dropout": 0.1, "bidirectional": True}
+    assert repr(LSTM(4, 6, **kwargs)) == repr(torch.nn.LSTM(4, 6, **kwargs))
+    assert repr(RNNCell(4, 6, bias=False, nonlinearity="relu")) == repr(torch.nn.RNNCell(4, 6, bias=False,
+                                                                                      nonlinearity="relu"))
+    assert repr(RNN(4, 6, nonlinearity="relu")) == "RNN(4, 6, nonlinearity='relu')"   # torch's omits it
+
+
+# --------------------------------------------------------------------------------------------
+# Dropout
+# --------------------------------------------------------------------------------------------
+
+def test_dropout_only_in_training():
+    torch.manual_seed(0)
+    model = GRU(I, H, num_layers=2, dropout=0.5)
+    x = torch.randn(T, B, I)
+    model.eval()
+    assert torch.equal(model(x)[0], model(x)[0])
+    first = model(x)[0]
+    model.train()
+    torch.manual_seed(1)
+    a = model(x)[0]
+    torch.manual_seed(2)
+    b = model(x)[0]
+    assert not torch.allclose(a, b) and not torch.allclose(a, first)
+
+
+def test_dropout_with_one_layer_warns_like_torch():
+    with pytest.warns(UserWarning, match="num_layers=1"):
+        LSTM(I, H, dropout=0.2)
+
+
+# --------------------------------------------------------------------------------------------
+# The trace
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "plain"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_trace_shapes_and_h(kind, fused):
+    _, ours = make_pair(kind, I, H, num_layers=2, bidirectional=True, batch_first=True, fused=fused)
+    x = torch.randn(B, T, I)
+    output, _, trace = ours(x, return_trace=True)
+    assert isinstance(trace, RecurrentTrace)
+    assert trace.names == {"rnn_tanh": ("a", "h"), "rnn_relu": ("a", "h"), "lstm": ("i", "f", "g", "o", "c", "h"),
+                           "gru": ("r", "z", "n", "h")}[kind]
+    assert len(trace.layers) == 2
+    for layer in trace.layers:
+        assert set(layer) == {"forward", "reverse"}
+        for direction in layer.values():
+            assert set(direction) == set(trace.names)
+            assert all(v.shape == (B, T, H) and not v.requires_grad for v in direction.values())
+    assert torch.equal(trace.get("h", layer=1, direction="forward"), output[..., :H].detach())
+    assert torch.equal(trace.get("h", layer=1, direction="reverse"), output[..., H:].detach())
+
+
+def test_trace_same_on_both_paths():
+    _, fused = make_pair("lstm", I, H, bidirectional=True)
+    _, plain = make_pair("lstm", I, H, bidirectional=True, fused=False)
+    x, lengths = torch.randn(T, B, I), torch.tensor([2, 5, 4])
+    a, b = fused(x, lengths=lengths, return_trace=True)[2], plain(x, lengths=lengths, return_trace=True)[2]
+    for direction in ("forward", "reverse"):
+        for name in a.names:
+            assert (a.get(name, 0, direction) - b.get(name, 0, direction)).abs().max() <= TOL
+
+
+def _previous(values: torch.Tensor, initial: torch.Tensor, direction: str) -> torch.Tensor:
+    """The value at the previous step of ``direction`` (B, T, H), given the initial one (B, H)."""
+    if direction == "forward":
+        return torch.cat([initial.unsqueeze(1), values[:, :-1]], dim=1)
+    return torch.cat([values[:, 1:], initial.unsqueeze(1)], dim=1)
+
+
+def test_lstm_trace_reproduces_states():
+    _, model = make_pair("lstm", I, H, bidirectional=True)
+    h0, c0 = torch.randn(2, B, H), torch.randn(2, B, H)
+    _, _, trace = model(torch.randn(T, B, I), (h0, c0), return_trace=True)
+    for k, direction in enumerate(("forward", "reverse")):
+        i, f, g, o, c, h = (trace.get(n, 0, direction) for n in "ifgoch")
+        assert (c - (f * _previous(c, c0[k], direction) + i * g)).abs().max() <= TOL   # c_t = f c_{t-1} + i g
+        assert (h - o * torch.tanh(c)).abs().max() <= TOL                                # h_t = o tanh(c_t)
+        assert torch.all((i > 0) & (i < 1) & (f > 0) & (f < 1) & (o > 0) & (o < 1) & (g.abs() < 1))
+
+
+def test_gru_trace_reproduces_states():
+    _, model = make_pair("gru", I, H, bidirectional=True)
+    h0 = torch.randn(2, B, H)
+    _, _, trace = model(torch.randn(T, B, I), h0, return_trace=True)
+    for k, direction in enumerate(("forward", "reverse")):
+        r, z, n, h = (trace.get(name, 0, direction) for name in "rznh")
+        assert (h - ((1 - z) * n + z * _previous(h, h0[k], direction))).abs().max() <= TOL
+        assert torch.all((r > 0) & (r < 1) & (z > 0) & (z < 1) & (n.abs() < 1))
+
+
+@pytest.mark.parametrize("kind", ["rnn_tanh", "rnn_relu"])
+def test_rnn_trace_reproduces_states(kind):
+    _, model = make_pair(kind, I, H)
+    x, h0 = torch.randn(T, B, I), torch.randn(1, B, H)
+    _, _, trace = model(x, h0, return_trace=True)
+    a, h = trace.get("a"), trace.get("h")
+    act = torch.tanh if kind == "rnn_tanh" else torch.relu
+    assert (h - act(a)).abs().max() <= TOL
+    expected_a = (x.transpose(0, 1) @ model.weight_ih_l0.T + model.bias_ih_l0
+                  + _previous(h, h0[0], "forward") @ model.weight_hh_l0.T + model.bias_hh_l0)
+    assert (a - expected_a).abs().max() <= TOL
+
+
+def test_trace_zero_at_padding_and_unbatched_batch_of_one():
+    _, model = make_pair("gru", I, H, bidirectional=True)
+    lengths = torch.tensor([2, 5, 3])
+    _, _, trace = model(torch.randn(T, B, I), lengths=lengths, return_trace=True)
+    assert torch.equal(trace.lengths, lengths)
+    for b, n in enumerate(lengths.tolist()):
+        for direction in ("forward", "reverse"):
+            assert all(torch.all(trace.get(name, 0, direction)[b, n:] == 0) for name in trace.names)
+    _, _, trace = model(torch.randn(T, I), return_trace=True)
+    assert trace.get("z").shape == (1, T, H)
+    with pytest.raises(KeyError, match="not 'c'"):
+        trace.get("c")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors: say what was expected and what came
+# --------------------------------------------------------------------------------------------
+
+def test_input_errors():
+    model = LSTM(64, 128)
+    expected = r"LSTM expected input of shape \(T, B, 64\) \[batch_first=False\], got \(10, 3, 32\)"
+    with pytest.raises(ValueError, match=expected):
+        model(torch.randn(10, 3, 32))
+    with pytest.raises(ValueError, match=r"expected input of shape \(B, T, 64\) \[batch_first=True\]"):
+        LSTM(64, 128, batch_first=True)(torch.randn(3, 10, 32))
+    with pytest.raises(ValueError, match=r"expected input of shape \(T, 64\) \[unbatched\], got \(10, 32\)"):
+        model(torch.randn(10, 32))
+    with pytest.raises(ValueError, match=r"expected input of rank 3.*got rank 4, shape \(1, 10, 3, 64\)"):
+        model(torch.randn(1, 10, 3, 64))
+    with pytest.raises(TypeError, match=r"dtype torch.float32.*got torch.int64 \(token ids"):
+        model(torch.zeros(10, 3, 64, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"expected input of dtype torch.float64.*got torch.float32"):
+        LSTM(64, 128).double()(torch.randn(10, 3, 64))
+    with pytest.raises(ValueError, match=r"at least one time step.*\(T = 0\)"):
+        model(torch.randn(0, 3, 64))
+    with pytest.raises(RuntimeError, match=r"input is on cpu but the parameters are on meta"):
+        LSTM(64, 128).to("meta")(torch.randn(10, 3, 64))
+
+
+def test_state_errors():
+    model = LSTM(4, 6, num_layers=2)
+    x = torch.randn(5, 3, 4)
+    good = torch.zeros(2, 3, 6)
+    with pytest.raises(ValueError, match=r"expected h0 of shape \(2, 3, 6\) \[num_layers \* num_directions, B, "
+                                         r"hidden_size\], got \(1, 3, 6\)"):
+        model(x, (torch.zeros(1, 3, 6), good))
+    with pytest.raises(ValueError, match=r"expected c0 of shape \(2, 3, 6\).*got \(2, 3, 5\)"):
+        model(x, (good, torch.zeros(2, 3, 5)))
+    with pytest.raises(ValueError, match=r"expected h0 of shape \(2, 6\) .*unbatched, got \(2, 1, 6\)"):
+        model(torch.randn(5, 4), (torch.zeros(2, 1, 6), torch.zeros(2, 1, 6)))
+    with pytest.raises(TypeError, match=r"expected hx to be a tuple \(h0, c0\), got Tensor"):
+        model(x, good)
+    with pytest.raises(TypeError, match=r"expected hx to be a tensor h0, got tuple"):
+        GRU(4, 6)(x, (torch.zeros(1, 3, 6),))
+    with pytest.raises(TypeError, match=r"expected c0 of dtype torch.float32.*got torch.float64"):
+        model(x, (good, good.double()))
+    with pytest.raises(RuntimeError, match=r"h0 is on meta but the parameters are on cpu"):
+        model(x, (good.to("meta"), good))
+
+
+def test_lengths_errors():
+    model = GRU(4, 6)
+    x = torch.randn(5, 3, 4)
+    with pytest.raises(ValueError, match=r"expected one length per batch element: 3 lengths, got 2"):
+        model(x, lengths=torch.tensor([5, 2]))
+    with pytest.raises(ValueError, match=r"expected every length <= T = 5 .*got lengths\[1\] = 7"):
+        model(x, lengths=torch.tensor([5, 7, 2]))
+    with pytest.raises(ValueError, match=r"expected every length >= 1, got lengths\[2\] = 0"):
+        model(x, lengths=[5, 2, 0])
+    with pytest.raises(TypeError, match=r"expected integer lengths, got dtype torch.float32"):
+        model(x, lengths=torch.tensor([5.0, 2.0, 1.0]))
+    with pytest.raises(ValueError, match=r"expected lengths of shape \(B,\) = \(3,\), got \(3, 1\)"):
+        model(x, lengths=torch.tensor([[5], [2], [1]]))
+    with pytest.raises(ValueError, match=r"lengths is for batched input"):
+        model(torch.randn(5, 4), lengths=torch.tensor([5]))
+    packed = pack_padded_sequence(x, torch.tensor([5, 2, 1]))
+    with pytest.raises(ValueError, match=r"PackedSequence carries its own lengths"):
+        model(packed, lengths=torch.tensor([5, 2, 1]))
+
+
+def test_constructor_errors():
+    with pytest.raises(ValueError, match=r"unknown nonlinearity 'sigmoid'; expected 'tanh' or 'relu'"):
+        RNN(4, 6, nonlinearity="sigmoid")
+    with pytest.raises(ValueError, match=r"unknown nonlinearity 'gelu'"):
+        RNNCell(4, 6, nonlinearity="gelu")
+    for bad in (-0.1, 1.0, 1.5, True):
+        message = r"dropout must be a number in \[0, 1\).*got " + repr(bad).replace(".", r"\.")
+        with pytest.raises(ValueError, match=message):
+            LSTM(4, 6, num_layers=2, dropout=bad)
+    with pytest.raises(ValueError, match=r"hidden_size must be greater than zero, got 0"):
+        GRU(4, 0)
+    with pytest.raises(ValueError, match=r"num_layers must be an int greater than zero, got 0"):
+        GRU(4, 6, num_layers=0)
+    with pytest.raises(NotImplementedError, match=r"proj_size=3"):
+        LSTM(4, 6, proj_size=3)
+
+
+def test_cell_errors():
+    cell = LSTMCell(4, 6)
+    expected = r"LSTMCell expected input of shape \(B, 4\) or \(4,\) \[unbatched\], got \(3, 5\)"
+    with pytest.raises(ValueError, match=expected):
+        cell(torch.randn(3, 5))
+    with pytest.raises(ValueError, match=r"LSTMCell expected c of shape \(3, 6\), got \(3, 7\)"):
+        cell(torch.randn(3, 4), (torch.zeros(3, 6), torch.zeros(3, 7)))
+    with pytest.raises(TypeError, match=r"GRUCell expected input of dtype torch.float32"):
+        GRUCell(4, 6)(torch.zeros(3, 4, dtype=torch.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# Property test over random small shapes
+# --------------------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(kind=st.sampled_from(list(KINDS)), steps=st.integers(1, 6), batch=st.integers(1, 4),
+       input_size=st.integers(1, 5), hidden=st.integers(1, 5), num_layers=st.integers(1, 2),
+       bidirectional=st.booleans(), fused=st.booleans(), data=st.data())
+def test_random_shapes_match_torch(kind, steps, batch, input_size, hidden, num_layers, bidirectional, fused, data):
+    reference, ours = make_pair(kind, input_size, hidden, num_layers=num_layers, bidirectional=bidirectional,
+                                fused=fused)
+    x = leaf(steps, batch, input_size, seed=1)
+    lengths = data.draw(st.none() | st.lists(st.integers(1, steps), min_size=batch, max_size=batch))
+    if lengths is None:
+        expected, got = run(reference, x), run(ours, x)
+    else:
+        lengths = torch.tensor(lengths)
+        expected = run(PackedTwin(reference, lengths), x, unpack_to=steps)
+        got = run(ours, x, lengths=lengths)
+    assert max_error(expected, got) <= TOL
+
+
+def test_forward_warns_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LSTM(4, 6)(torch.randn(2, 1, 4))
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_hand_written_backward_passes_gradcheck(kind):
+    """The fused path's BPTT against finite differences, float64, with padding and both directions."""
+    _, model = make_pair(kind, 3, 4, bidirectional=True)
+    model.double()
+    lengths = torch.tensor([3, 1])
+    x = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+    hx = [torch.randn(2, 2, 4, dtype=torch.float64, requires_grad=True) for _ in range(2 if kind == "lstm" else 1)]
+
+    def f(x, *hx):
+        output, state = model(x, tuple(hx) if kind == "lstm" else hx[0], lengths=lengths)
+        return (output, *flatten_state(state))
+
+    assert torch.autograd.gradcheck(f, (x, *hx))
+
+
+def test_packed_input_feature_size_error():
+    packed = pack_padded_sequence(torch.randn(5, 3, 7), torch.tensor([5, 2, 1]))
+    with pytest.raises(ValueError, match=r"expected a PackedSequence of 4 features, got 7"):
+        GRU(4, 6)(packed)

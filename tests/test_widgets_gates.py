@@ -1,0 +1,263 @@
+"""seqlab.widgets.gates: the record's numbers obey the cell equations, the figure shows the chosen
+view, and the explorer's controls redraw the picture and the step's numbers. No display needed."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import ipywidgets as widgets
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from seqlab.data import Vocab  # noqa: E402
+from seqlab.nn.charlm import CharLM, CharLMConfig  # noqa: E402
+from seqlab.widgets import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record  # noqa: E402
+from seqlab.widgets.gates import step_table  # noqa: E402
+
+TEXT = "In 2010, she moved to Paris.\nFive years later"
+VOCAB = Vocab.chars("".join(chr(c) for c in range(32, 127)) + "\n")
+HIDDEN = 20
+
+
+def _model(cell: str, hidden: int = HIDDEN, **kwargs) -> CharLM:
+    torch.manual_seed({"lstm": 0, "gru": 1, "rnn": 2}[cell])
+    config = CharLMConfig(vocab_size=len(VOCAB), cell=cell, embed_size=8, hidden_size=hidden, **kwargs)
+    return CharLM(config).eval()
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, CharLM]:
+    return {"LSTM": _model("lstm"), "GRU": _model("gru"), "RNN": _model("rnn", hidden=12)}
+
+
+@pytest.fixture(scope="module")
+def records(models) -> dict[str, GateRecord]:
+    return {name: gate_record(model, VOCAB, TEXT) for name, model in models.items()}
+
+
+def _shifted(x: np.ndarray) -> np.ndarray:
+    """x_{t-1} for every t, with the zero initial state first."""
+    return np.vstack([np.zeros_like(x[:1]), x[:-1]])
+
+
+# -- compute -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, names", [("LSTM", "ifgoch"), ("GRU", "rznh"), ("RNN", "ah")])
+def test_record_has_every_traced_quantity_as_time_by_units(records, name, names):
+    record = records[name]
+    hidden = 12 if name == "RNN" else HIDDEN
+    assert record.chars == tuple(TEXT) and record.text == TEXT and record.steps == len(TEXT)
+    assert record.cell == name.lower() and set(record.values) == set(names)
+    for array in record.values.values():
+        assert isinstance(array, np.ndarray) and array.shape == (len(TEXT), hidden)
+    assert len(record.top_next) == len(TEXT) and all(len(top) == 3 for top in record.top_next)
+
+
+def test_lstm_record_obeys_the_cell_equations(records):
+    r = records["LSTM"]
+    np.testing.assert_allclose(r["c"], r["f"] * _shifted(r["c"]) + r["i"] * r["g"], atol=1e-5)
+    np.testing.assert_allclose(r["h"], r["o"] * np.tanh(r["c"]), atol=1e-5)
+    for gate in "ifo":
+        assert r[gate].min() >= 0 and r[gate].max() <= 1
+    assert np.abs(r["g"]).max() <= 1
+
+
+def test_gru_record_obeys_torchs_update_rule(records):
+    # torch's z keeps the old state: h_t = (1 - z) n + z h_{t-1}; the lectures' z is 1 - z
+    r = records["GRU"]
+    np.testing.assert_allclose(r["h"], (1 - r["z"]) * r["n"] + r["z"] * _shifted(r["h"]), atol=1e-5)
+    for gate in "rz":
+        assert r[gate].min() >= 0 and r[gate].max() <= 1
+
+
+def test_rnn_record_is_tanh_of_the_preactivation(records):
+    np.testing.assert_allclose(records["RNN"]["h"], np.tanh(records["RNN"]["a"]), atol=1e-5)
+
+
+def test_record_hidden_state_is_the_models_output_and_its_guess_the_softmax(models, records):
+    model, record = models["LSTM"], records["LSTM"]
+    with torch.no_grad():
+        ids = VOCAB.encode(TEXT)[None]
+        output, _ = model.rnn(model.embed(ids))
+        probs = torch.softmax(model(ids)[0][0], dim=-1)
+    np.testing.assert_allclose(record["h"], output[0].numpy(), atol=1e-6)
+    best = probs.argmax(-1)
+    assert [top[0][0] for top in record.top_next] == [VOCAB.itos[int(i)] for i in best]
+    assert record.top_next[5][0][1] == pytest.approx(float(probs[5].max()), abs=1e-6)
+
+
+def test_record_of_a_deeper_layer_and_training_flag_restored():
+    model = _model("gru", num_layers=2).train()
+    record = gate_record(model, VOCAB, "abc", layer=1)
+    assert record.layer == 1 and record["h"].shape == (3, HIDDEN) and model.training
+    with pytest.raises(ValueError, match="layer must be in 0..1"):
+        gate_record(model, VOCAB, "abc", layer=2)
+
+
+def test_record_errors_are_clear(models):
+    with pytest.raises(ValueError, match="outside the model's vocabulary.*'é'"):
+        gate_record(models["LSTM"], VOCAB, "café")
+    with pytest.raises(ValueError, match="empty"):
+        gate_record(models["LSTM"], VOCAB, "")
+    reference = CharLM(CharLMConfig(vocab_size=len(VOCAB), cell="lstm", embed_size=8, hidden_size=4),
+                       reference=True)
+    with pytest.raises(TypeError, match="LSTM.*records no gate trace"):
+        gate_record(reference, VOCAB, "abc")
+    with pytest.raises(TypeError, match="records no gate trace"):
+        gate_record(torch.nn.Linear(2, 2), VOCAB, "abc")
+
+
+# -- draw ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, panels", [("LSTM", 3), ("GRU", 2), ("RNN", 2)])
+def test_draw_has_a_panel_and_colour_bar_per_quantity_and_the_step_outlined(records, name, panels):
+    record = records[name]
+    fig = draw_gates(record, step=7, units=(2, 10))
+    assert isinstance(fig, matplotlib.figure.Figure) and fig._repr_png_()[:4] == b"\x89PNG"   # a cell's value
+    assert len(fig.axes) == 2 * panels and plt.get_fignums() == []
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_ylabel() == "unit"]
+    assert len(heatmaps) == panels
+    for ax in heatmaps:
+        outlines = [p for p in ax.patches if isinstance(p, Rectangle)]
+        assert outlines and all(p.get_x() == pytest.approx(6.5) and p.get_width() == 1 for p in outlines)
+        assert ax.images[0].get_array().shape == (8, len(TEXT))     # (units, time)
+    labels = [t.get_text() for t in heatmaps[-1].get_xticklabels()]
+    assert labels == [{" ": "␣", "\n": "↵"}.get(ch, ch) for ch in TEXT]
+
+
+def test_draw_colour_maps_sequential_for_gates_diverging_for_states(records):
+    fig = draw_gates(records["LSTM"], gate="f")
+    gate, cell, hidden = (ax.images[0] for ax in fig.axes if ax.get_ylabel() == "unit")
+    assert gate.get_clim() == (0.0, 1.0) and gate.get_cmap().name == "viridis"
+    for image in (cell, hidden):
+        lo, hi = image.get_clim()
+        assert hi == -lo > 0 and image.get_cmap().name == "RdBu_r"
+    g = next(ax for ax in draw_gates(records["LSTM"], gate="g").axes if ax.get_ylabel() == "unit").images[0]
+    assert g.get_clim() == (-1.0, 1.0) and g.get_cmap().name == "RdBu_r"
+    np.testing.assert_array_equal(gate.get_array(), records["LSTM"]["f"][:, :HIDDEN].T)
+
+
+def test_draw_rejects_a_view_outside_the_record(records):
+    with pytest.raises(ValueError, match="gate must be one of"):
+        draw_gates(records["GRU"], gate="f")
+    with pytest.raises(ValueError, match="units"):
+        draw_gates(records["GRU"], units=(5, 5))
+    with pytest.raises(ValueError, match="step"):
+        draw_gates(records["GRU"], step=len(TEXT))
+
+
+def test_long_text_labels_every_kth_character():
+    record = gate_record(_model("rnn", hidden=4), VOCAB, "abcdefghij" * 20)
+    labels = draw_gates(record).axes[-2].get_xticklabels()
+    assert 40 <= len(labels) <= 80
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)))
+
+
+def test_fast_redraw_paints_the_same_picture_as_a_full_one(records):
+    record = records["LSTM"]
+    live = GatePlot(record)
+    views = [("f", (0, 20), 0), ("f", (0, 20), 9), ("o", (3, 11), 9), ("o", (3, 11), len(TEXT) - 1)]
+    for view in views:   # step-only moves reuse the kept background; the others redraw fully
+        live.update(*view)
+        fresh = GatePlot(record)
+        fresh.update(*view)
+        np.testing.assert_array_equal(_pixels(live.png()), _pixels(fresh.png()))
+
+
+# -- controls ------------------------------------------------------------------------------------
+
+def _numbers(html: str) -> dict[tuple[str, int], float]:
+    cells = re.findall(r"data-name='(\w)' data-unit='(\d+)'>([+-]\d+\.\d+)<", html)
+    return {(name, int(unit)): float(value) for name, unit, value in cells}
+
+
+def _assert_numbers_match(explorer: GateExplorer, record: GateRecord) -> None:
+    step, (lo, hi) = explorer.step.value, explorer.units.value
+    numbers = _numbers(explorer.numbers.value)
+    units = list(range(lo, min(hi + 1, lo + 8)))
+    assert {unit for _, unit in numbers} == set(units)
+    assert {name for name, _ in numbers} == set(record.values)
+    for (name, unit), value in numbers.items():
+        assert value == pytest.approx(float(record[name][step, unit]), abs=5e-4)
+    assert f"t = {step}</b>" in explorer.numbers.value
+
+
+@pytest.fixture
+def explorer(models) -> GateExplorer:
+    return GateExplorer(models, VOCAB, TEXT, units=(0, 11))
+
+
+def test_explorer_shows_a_picture_and_the_steps_numbers(explorer, records):
+    assert explorer.live.image.value[:8] == b"\x89PNG\r\n\x1a\n" and explorer.redraws == 1
+    assert isinstance(explorer.widget, widgets.VBox) and explorer.live.image in explorer.widget.children
+    assert explorer.numbers in explorer.widget.children and hasattr(explorer, "_ipython_display_")
+    assert [value for _, value in explorer.gate.options] == ["i", "f", "g", "o"] and explorer.gate.value == "f"
+    assert explorer.step.max == len(TEXT) - 1 and explorer.units.max == HIDDEN - 1
+    _assert_numbers_match(explorer, records["LSTM"])
+    assert "(first 8 of the 12 selected units)" in explorer.numbers.value
+
+
+@pytest.mark.parametrize("control, value", [("step", 9), ("units", (4, 6)), ("gate", "o")])
+def test_moving_a_control_redraws_and_updates_the_numbers(explorer, records, control, value):
+    before, count = explorer.live.image.value, explorer.redraws
+    getattr(explorer, control).value = value
+    assert explorer.redraws == count + 1 and explorer.live.image.value != before
+    assert explorer.live.last_values[control] == value
+    _assert_numbers_match(explorer, records["LSTM"])
+
+
+def test_switching_model_follows_its_cell_type_and_redraws_once(explorer, records):
+    explorer.step.value = 20
+    count = explorer.redraws
+    explorer.model.value = "GRU"
+    assert [value for _, value in explorer.gate.options] == ["r", "z", "n"] and explorer.gate.value == "z"
+    assert explorer.redraws == count + 1 and explorer.live.last_values["gate"] == "z"
+    _assert_numbers_match(explorer, records["GRU"])
+    explorer.model.value = "RNN"   # 12 units: the units slider shrinks to fit
+    assert [value for _, value in explorer.gate.options] == ["a"]
+    assert explorer.units.max == 11 and explorer.units.value == (0, 11)
+    _assert_numbers_match(explorer, records["RNN"])
+    explorer.model.value = "LSTM"
+    assert explorer.gate.value == "f" and explorer.units.max == HIDDEN - 1
+    _assert_numbers_match(explorer, records["LSTM"])
+
+
+def test_each_model_runs_once_however_often_it_is_redrawn(models):
+    calls = {name: 0 for name in models}
+    hooks = [model.rnn.register_forward_hook(lambda *_, name=name: calls.__setitem__(name, calls[name] + 1))
+             for name, model in models.items()]
+    try:
+        explorer = GateExplorer(models, VOCAB, TEXT)
+        for step in (3, 4, 5):
+            explorer.step.value = step
+        for name in ("GRU", "LSTM", "GRU", "RNN", "LSTM"):
+            explorer.model.value = name
+        explorer.gate.value = "i"
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert calls == {"LSTM": 1, "GRU": 1, "RNN": 1}
+
+
+def test_redraws_do_not_leak_figures(explorer):
+    for step in range(5):
+        explorer.step.value = step
+    explorer.model.value = "GRU"
+    explorer.figure()
+    assert plt.get_fignums() == []
+
+
+def test_step_table_shows_at_most_max_units(records):
+    html = step_table(records["GRU"], 3, (0, HIDDEN), max_units=5)
+    assert {unit for _, unit in _numbers(html)} == set(range(5)) and "'2'" in html
