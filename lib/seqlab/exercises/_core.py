@@ -1,0 +1,127 @@
+"""Automatic feedback for the notebooks' exercises: ``check(name, your_function)``.
+
+Each exercise is a reference solution plus a few cases, chosen so that the usual mistakes
+fail one of them, and a ``diagnose`` function that recognises those mistakes and says what went
+wrong. A student calls, as the last line of a cell::
+
+    check("perplexity", perplexity)
+
+and sees either that every case passes, or the first case that fails: the input, the expected
+and the returned value, and a hint. Nothing is raised, so a notebook with unfinished exercises
+still runs top to bottom; the result is truthy only when every case passes.
+
+Adding an exercise for another notebook: build an :class:`Exercise` and :func:`register` it in
+that notebook's module (``seqlab/exercises/nbNN_topic.py``), and import the module in
+``seqlab/exercises/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input to try; ``what`` says in words what the case tests (shown when it fails), and
+    ``hint`` (optional) is the advice for a failure on this case that ``diagnose`` does not explain."""
+
+    args: tuple
+    what: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A named exercise: the function signature the student writes, a reference and its cases.
+
+    ``diagnose(args, got, expected)`` returns a hint for a recognised mistake, else None;
+    ``hint`` is the fallback. ``same(got, expected)`` decides equality (default: numbers within
+    1e-6 relative, other values with ==).
+    """
+
+    name: str
+    signature: str
+    reference: Callable[..., Any]
+    cases: Sequence[Case]
+    hint: str
+    diagnose: Callable[[tuple, Any, Any], str | None] | None = None
+    same: Callable[[Any, Any], bool] | None = None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`check` found; truthy when every case passed. Its repr is the feedback text."""
+
+    name: str
+    passed: bool
+    message: str
+    failed_case: int | None = field(default=None)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def register(exercise: Exercise) -> Exercise:
+    if exercise.name in EXERCISES:
+        raise ValueError(f"an exercise named {exercise.name!r} is already registered")
+    EXERCISES[exercise.name] = exercise
+    return exercise
+
+
+def _short(value: Any, limit: int = 70) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        head = ", ".join(_short(v) for v in value[:3])
+        return f"[{head}, ...] ({len(value)} items)"
+    if isinstance(value, dict):
+        value = dict(sorted(value.items()))
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
+
+
+def _numbers_close(got: Any, expected: Any) -> bool:
+    if isinstance(expected, float) or isinstance(got, float):
+        try:
+            got_f = float(got)
+        except (TypeError, ValueError):
+            return False
+        return math.isfinite(got_f) and math.isclose(got_f, float(expected), rel_tol=1e-6, abs_tol=1e-12)
+    return got == expected
+
+
+def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
+    """Run ``student_fn`` on every case of exercise ``name`` and report the first failure, with a hint."""
+    if name not in EXERCISES:
+        raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
+    ex = EXERCISES[name]
+    if not callable(student_fn):
+        return CheckResult(name, False, f"❌ {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
+    same = ex.same or _numbers_close
+    for number, case in enumerate(ex.cases, start=1):
+        expected = ex.reference(*copy.deepcopy(case.args))
+        call = f"{getattr(student_fn, '__name__', name)}({', '.join(_short(a) for a in case.args)})"
+        where = f"❌ {name}, check {number} of {len(ex.cases)} ({case.what})"
+        try:
+            got = student_fn(*copy.deepcopy(case.args))
+        except NotImplementedError:
+            return CheckResult(name, False, f"… {name}: not written yet. Replace `raise NotImplementedError` "
+                                            f"with your code; it should be {ex.signature}.", number)
+        except Exception as err:  # the student's code failed: say how, keep the notebook running
+            return CheckResult(name, False, f"{where}:\n   {call} raised {type(err).__name__}: {err}\n"
+                                            f"   Hint: {case.hint or ex.hint}", number)
+        if not same(got, expected):
+            hint = (ex.diagnose(case.args, got, expected) if ex.diagnose else None) or case.hint or ex.hint
+            return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
+                                            f"got {_short(got)}.\n   Hint: {hint}", number)
+    return CheckResult(name, True, f"✅ {name}: all {len(ex.cases)} checks pass.")

@@ -1,0 +1,39 @@
+"""Every exercise's reference passes its own checker, and each notebook asks for its exercises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seqlab.exercises import EXERCISES, NOTEBOOK_MODULES, check, exercises_of
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_reference_solution_passes_and_unfinished_work_is_named(name):
+    assert check(name, EXERCISES[name].reference)
+
+    def unfinished(*args):
+        raise NotImplementedError
+
+    result = check(name, unfinished)
+    assert not result and "not written yet" in repr(result)
+
+
+@pytest.mark.parametrize("module", NOTEBOOK_MODULES)
+def test_each_exercise_module_belongs_to_a_notebook_that_checks_all_of_its_exercises(module):
+    number = module[2:4]
+    (notebook,) = NOTEBOOKS.glob(f"{number}-*.ipynb")
+    code = "\n".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code")
+    names = exercises_of(module[:4])
+    assert names, f"{module} registers no exercise"
+    for name in names:
+        assert f'check("{name}"' in code, f"{notebook.name} never calls check({name!r}, ...)"
+
+
+def test_unknown_exercise_lists_the_known_ones():
+    with pytest.raises(KeyError, match="no exercise named 'nope'; known: "):
+        check("nope", print)
