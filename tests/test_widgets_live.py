@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipywidgets as widgets
+import pytest
 import matplotlib
 
 matplotlib.use("Agg")
@@ -33,3 +34,22 @@ def test_redraws_do_not_leak_figures():
     for value in (0.1, 0.2, 0.3):
         live.controls["slope"].value = value
     assert plt.get_fignums() == []
+
+
+def test_held_changes_several_controls_with_one_redraw_and_render_replaces_draw():
+    import ipywidgets as widgets
+
+    calls = []
+
+    def render(a, b):
+        calls.append((a, b))
+        return b"\x89PNG fake"
+
+    live = LiveFigure(None, {"a": widgets.IntSlider(value=1), "b": widgets.IntSlider(value=2)}, render=render)
+    assert calls == [(1, 2)] and live.image.value == b"\x89PNG fake"
+    with live.held():
+        live.controls["a"].value = 5
+        live.controls["b"].value = 6
+    assert calls == [(1, 2), (5, 6)] and live.redraws == 2
+    with pytest.raises(ValueError, match="exactly one of draw"):
+        LiveFigure(None, {"a": widgets.IntSlider()})

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import html
 import io
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -365,37 +364,6 @@ def draw_gates(record: GateRecord, gate: str | None = None, units: tuple[int, in
 # controls
 # ================================================================================================
 
-class _GateLiveFigure(LiveFigure):
-    """LiveFigure with two small additions the gate explorer needs.
-
-    - ``render(**values) -> bytes`` replaces ``figure_to_png(draw(**values))``: the explorer keeps
-      one figure per model alive and renders it with :meth:`GatePlot.png` (blitting), instead of
-      building and fully rendering a new figure at every slider move.
-    - ``held``: while True, control changes do not redraw (a model switch changes the gate and
-      units controls too, and should redraw once).
-    """
-
-    held = False
-
-    def __init__(self, render, controls, **kwargs):
-        self.render = render
-        super().__init__(None, controls, **kwargs)
-
-    def redraw(self) -> None:
-        started = time.perf_counter()
-        values = self.values()
-        self.image.value = self.render(**values)
-        self.last_redraw_ms = (time.perf_counter() - started) * 1000
-        self.last_values = values
-        self.redraws += 1
-        if self.show_timing:
-            self.status.value = f"<small>redrawn in {self.last_redraw_ms:.0f} ms</small>"
-
-    def _on_change(self, change) -> None:
-        if not self.held:
-            super()._on_change(change)
-
-
 def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: str | None = None,
                max_units: int = 8) -> str:
     """HTML with the numbers of one step: the character, the model's guess of the next one, and every
@@ -462,8 +430,10 @@ class GateExplorer:
         # registered before the LiveFigure's own observers, so it runs first on a model switch
         self.model.observe(self._on_model, names="value")
         self.dpi = dpi
-        self.live = _GateLiveFigure(self._render, {"model": self.model, "gate": self.gate,
-                                                   "units": self.units, "step": self.step}, dpi=dpi)
+        # render= keeps one figure per model alive and blits it (GatePlot.png), instead of
+        # building and fully rendering a new figure at every slider move
+        self.live = LiveFigure(None, {"model": self.model, "gate": self.gate, "units": self.units,
+                                      "step": self.step}, render=self._render, dpi=dpi)
         self.widget = widgets.VBox([widgets.HBox([self.model, self.gate, self.units]), self.step,
                                     self.live.image, self.numbers, self.live.status])
 
@@ -482,8 +452,8 @@ class GateExplorer:
     def _on_model(self, change) -> None:
         """Model switched: gate options follow its cell type, the units slider its size."""
         record = self.record(change["new"])
-        self.live.held = True
-        try:
+        # no redraw at the end: the LiveFigure's own observer of the model dropdown runs next
+        with self.live.held(redraw=False):
             gate = self.gate.value
             self.gate.options = self._gate_options(record)
             self.gate.value = gate if gate in record.gates else DEFAULT_GATE[record.cell]
@@ -491,9 +461,6 @@ class GateExplorer:
                 lo, hi = self.units.value
                 self.units.max = record.hidden_size - 1
                 self.units.value = (min(lo, record.hidden_size - 1), min(hi, record.hidden_size - 1))
-        finally:
-            self.live.held = False
-        # the LiveFigure's observer of the model dropdown runs next and redraws once
 
     # draw -----------------------------------------------------------------------------------------
     def plot(self, name: str) -> GatePlot:

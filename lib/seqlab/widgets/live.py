@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 import ipywidgets as widgets
 import matplotlib
@@ -41,11 +42,19 @@ class LiveFigure:
 
     ``redraws`` counts the redraws, ``last_values`` holds the values of the latest one, and
     ``last_redraw_ms`` its time in the kernel (draw + PNG encoding), which the status line shows.
+
+    A widget that keeps its figure alive between redraws (faster than building a new one) passes
+    ``render=`` instead of ``draw``: a function of the same values that returns PNG bytes itself.
+    ``with live.held(): ...`` changes several controls and redraws once, at the end.
     """
 
-    def __init__(self, draw: Callable[..., matplotlib.figure.Figure], controls: Mapping[str, widgets.ValueWidget],
-                 *, dpi: int = FIGURE_DPI, show_timing: bool = True):
+    def __init__(self, draw: Callable[..., matplotlib.figure.Figure] | None, controls: Mapping[str, widgets.ValueWidget],
+                 *, render: Callable[..., bytes] | None = None, dpi: int = FIGURE_DPI, show_timing: bool = True):
+        if (draw is None) == (render is None):
+            raise ValueError("give exactly one of draw (returns a Figure) and render (returns PNG bytes)")
         self.draw = draw
+        self.render = render if render is not None else self._draw_to_png
+        self._holding = False
         self.controls = dict(controls)
         self.dpi = dpi
         self.image = widgets.Image(format="png")
@@ -62,18 +71,33 @@ class LiveFigure:
     def values(self) -> dict[str, object]:
         return {name: control.value for name, control in self.controls.items()}
 
+    def _draw_to_png(self, **values) -> bytes:
+        return figure_to_png(self.draw(**values), dpi=self.dpi)
+
     def redraw(self) -> None:
         started = time.perf_counter()
         values = self.values()
-        self.image.value = figure_to_png(self.draw(**values), dpi=self.dpi)
+        self.image.value = self.render(**values)
         self.last_redraw_ms = (time.perf_counter() - started) * 1000
         self.last_values = values
         self.redraws += 1
         if self.show_timing:
             self.status.value = f"<small>redrawn in {self.last_redraw_ms:.0f} ms</small>"
 
+    @contextmanager
+    def held(self, redraw: bool = True) -> Iterator[None]:
+        """Change several controls without a redraw for each; redraw once at the end (if ``redraw``)."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        if redraw:
+            self.redraw()
+
     def _on_change(self, change) -> None:
-        self.redraw()
+        if not self._holding:
+            self.redraw()
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
