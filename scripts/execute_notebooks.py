@@ -6,7 +6,8 @@
 Prints each notebook's run time (budget: 90 s on a 2-core laptop). Runs on the CPU
 (SEQLAB_DEVICE=cpu) so that the saved numbers are the ones CI reproduces. Widget state is
 dropped from the saved file: GitHub refuses to render notebooks whose widget metadata lacks a
-state, and every widget in the course is paired with a static figure anyway.
+state, and every widget in the course is paired with a static figure anyway. The slide
+metadata for presenting with RISE is set on the way (scripts/notebook_slides.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 90.0
@@ -40,6 +44,7 @@ def execute(path: Path) -> float:
     client.execute()
     seconds = time.perf_counter() - started
     clean_for_commit(nb)
+    notebook_slides.apply(nb)
     nbformat.write(nb, path)
     return seconds
 

@@ -44,3 +44,14 @@ def test_notebook_is_committed_executed_and_clean(path):
     assert "assert" in code[-1].source, "the last code cell states the notebook's claims as assertions"
     has_figure = any("image/png" in o.get("data", {}) for c in code for o in c.outputs)
     assert has_figure, f"{path.name}: no static figure, so it reads poorly without a kernel"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_carries_the_slide_metadata_of_the_rule(path):
+    """Instructors present with RISE; scripts/notebook_slides.py sets the metadata (make execute does it)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "notebook_slides.py"), "--check", str(path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
