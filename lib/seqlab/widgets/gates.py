@@ -435,7 +435,8 @@ class GateExplorer:
         self.live = LiveFigure(None, {"model": self.model, "gate": self.gate, "units": self.units,
                                       "step": self.step}, render=self._render, dpi=dpi)
         self.widget = widgets.VBox([widgets.HBox([self.model, self.gate, self.units]), self.step,
-                                    self.live.image, self.numbers, self.live.status])
+                                    self.live.image, self.numbers, self.live.status],
+                                   layout=widgets.Layout(align_items="flex-start"))  # no stretched picture
 
     # compute, cached per model ------------------------------------------------------------------
     def record(self, name: str) -> GateRecord:

@@ -65,7 +65,10 @@ class LiveFigure:
         self.last_redraw_ms = float("nan")
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([widgets.HBox(list(self.controls.values())), self.image, self.status])
+        # flex-start: the picture keeps its own pixel size instead of being stretched (and blurred)
+        # to the width of the output area
+        self.widget = widgets.VBox([widgets.HBox(list(self.controls.values())), self.image, self.status],
+                                   layout=widgets.Layout(align_items="flex-start"))
         self.redraw()
 
     def values(self) -> dict[str, object]:
