@@ -1,0 +1,33 @@
+"""The course as a student and an instructor see it in JupyterLab: the equations render and the
+slideshow command (jupyterlab-rise) is there. Uses the fixtures of conftest.py."""
+
+from __future__ import annotations
+
+from test_widgets_in_lab import ARTIFACTS, PAGE_TIMEOUT_S, _new_page, _open_lab, _wait, _wait_kernel
+
+NOTEBOOK = "01-why-sequences.ipynb"  # heavy on LaTeX
+
+
+def test_equations_render_and_slides_are_available(browser, lab):
+    page = _new_page(browser, lab)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(f"{e}\n{e.stack}"))
+    try:
+        _open_lab(page, lab, "course")
+        page.evaluate("""(nb) => window.jupyterapp.commands.execute('docmanager:open',
+                             {path: nb, kernelPreference: {shouldStart: false, canStart: false}})""", NOTEBOOK)
+        _wait_kernel(page, "No Kernel", f"{NOTEBOOK} opened without a kernel")
+        # JupyterLab typesets markdown cells as they scroll into view: look at the first few
+        _wait(page, "() => document.querySelectorAll('.jp-MarkdownOutput mjx-container').length >= 3",
+              f"MathJax to typeset the equations of {NOTEBOOK}", PAGE_TIMEOUT_S)
+        broken = page.locator(".jp-MarkdownOutput mjx-merror, .jp-MarkdownOutput .MathJax_Error").count()
+        assert broken == 0, f"{broken} equation(s) of {NOTEBOOK} failed to typeset"
+        page.screenshot(path=ARTIFACTS / "01-why-sequences-equations.png")
+        assert page.evaluate("() => window.jupyterapp.commands.hasCommand('RISE:slideshow')"), \
+            "jupyterlab-rise's slideshow command is missing: is jupyterlab-rise installed and enabled?"
+        # ipywidgets' manager (jupyterlab-manager 5.0.16) throws "reading 'kernel'" when a notebook
+        # opens with no kernel; harmless (the widgets show "Loading widget..."), and not ours
+        ours = [e for e in errors if not ("reading 'kernel'" in e and "jupyterlab-manager" in e)]
+        assert not ours, f"errors in the page: {ours[:3]}"
+    finally:
+        page.context.close()
