@@ -1,0 +1,279 @@
+"""Tagging and classification data cut from the Shakespeare text (notebook 6).
+
+Two real tasks, with labels that the text itself provides:
+
+- **Word boundaries** (many-to-many, one tag per character). Take a line, delete its spaces,
+  and tag each remaining character 1 if a space followed it, else 0::
+
+      line:   "To be, or not"
+      chars:  T o b e , o r n o t
+      tags:   0 1 0 0 1 0 1 0 0 -        (- = IGNORE_INDEX: the line ends here, no gap to tag)
+
+  Whether a word ends after "the" depends on what comes next ("the|king" vs "there"), so a
+  model that sees the right-hand context has a real advantage: the point of bidirectional RNNs.
+  :func:`remove_spaces` and :func:`restore_spaces` go back and forth; :func:`word_boundary_data`
+  builds the train / validation / test lines from contiguous parts of the corpus (as
+  :func:`seqlab.data.split_text` does, so neighbouring lines never straddle two splits).
+
+- **Question or statement?** (many-to-one, one label per sentence). Sentences of the speeches
+  with their final "?" or "." removed, labelled 1 for a question: :func:`question_data`.
+
+:class:`PaddedBatches` turns either into padded batches ``(ids, targets, lengths)``; padded
+target positions hold ``IGNORE_INDEX`` (-100, the default ``ignore_index`` of
+``torch.nn.functional.cross_entropy``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+import torch
+
+from seqlab.data.batching import split_items, split_text
+from seqlab.data.corpora import load_corpus
+from seqlab.data.vocab import PAD, Vocab
+
+IGNORE_INDEX = -100  # target value that losses and metrics skip (padding, the end of a line)
+NO_SPACE, SPACE = 0, 1
+
+
+# -- word boundaries ---------------------------------------------------------------------------
+def remove_spaces(line: str) -> tuple[str, list[int]]:
+    """Delete the spaces of ``line``; tag each remaining character 1 if a space followed it.
+
+    Runs of whitespace count as one gap and leading/trailing whitespace is dropped. The last
+    character's tag is ``IGNORE_INDEX``: the line ends there, so there is no gap to decide.
+
+    >>> remove_spaces("To be,  or not")
+    ('Tobe,ornot', [0, 1, 0, 0, 1, 0, 1, 0, 0, -100])
+    """
+    if not isinstance(line, str):
+        raise TypeError(f"remove_spaces expects a str, got {type(line).__name__}")
+    words = line.split()
+    if not words:
+        raise ValueError(f"remove_spaces needs a line with at least one non-space character, got {line!r}")
+    tags = [SPACE if i == len(w) - 1 else NO_SPACE for w in words for i in range(len(w))]
+    tags[-1] = IGNORE_INDEX
+    return "".join(words), tags
+
+
+def restore_spaces(chars: str, tags: Sequence[int] | torch.Tensor) -> str:
+    """Put a space after every character tagged 1 (the inverse of :func:`remove_spaces`).
+
+    >>> restore_spaces("Tobe,ornot", [0, 1, 0, 0, 1, 0, 1, 0, 0, 0])
+    'To be, or not'
+    """
+    if isinstance(tags, torch.Tensor):
+        tags = tags.tolist()
+    if len(tags) != len(chars):
+        raise ValueError(f"restore_spaces needs one tag per character: {len(chars)} characters, {len(tags)} tags")
+    out = []
+    for i, (char, tag) in enumerate(zip(chars, tags)):
+        out.append(char)
+        if tag == SPACE and i < len(chars) - 1:
+            out.append(" ")
+    return "".join(out)
+
+
+class TaggedLine(NamedTuple):
+    """One example of the word-boundary task."""
+
+    line: str            # the line as read, whitespace runs collapsed to one space
+    ids: torch.Tensor    # (T,) long: the characters without spaces
+    tags: torch.Tensor   # (T,) long: 1 = a space follows, 0 = none, IGNORE_INDEX at the end
+
+
+@dataclass(frozen=True)
+class TaggingData:
+    """Word-boundary lines: the character vocabulary (``<pad>`` is id 0) and three splits."""
+
+    vocab: Vocab
+    train: list[TaggedLine]
+    val: list[TaggedLine]
+    test: list[TaggedLine]
+
+    def chars(self, example: TaggedLine) -> str:
+        """The spaceless characters of an example, as text."""
+        return self.vocab.decode(example.ids)
+
+
+def _keep_line(words: list[str], min_words: int, max_chars: int) -> bool:
+    return len(words) >= min_words and sum(len(w) for w in words) <= max_chars
+
+
+def tag_lines(text: str, vocab: Vocab, *, min_words: int = 3, max_chars: int = 80) -> list[TaggedLine]:
+    """Every line of ``text`` with at least ``min_words`` words and at most ``max_chars``
+    non-space characters, as a :class:`TaggedLine` (in text order)."""
+    out = []
+    for raw in text.split("\n"):
+        words = raw.split()
+        if not _keep_line(words, min_words, max_chars):
+            continue
+        chars, tags = remove_spaces(raw)
+        out.append(TaggedLine(" ".join(words), vocab.encode(chars), torch.tensor(tags, dtype=torch.long)))
+    return out
+
+
+@lru_cache(maxsize=4)
+def word_boundary_data(corpus: str = "shakespeare", fractions: Sequence[float] = (0.9, 0.05, 0.05), *,
+                       min_words: int = 3, max_chars: int = 80) -> TaggingData:
+    """The word-boundary task on a corpus: its lines without spaces, tagged where spaces were.
+
+    The corpus is cut into contiguous train / validation / test parts with
+    :func:`seqlab.data.split_text` (by default the first 90 %, the next 5 %, the last 5 %), and
+    each part's qualifying lines become examples (see :func:`tag_lines`).
+    """
+    if min_words < 1 or max_chars < 1:
+        raise ValueError(f"min_words and max_chars must be at least 1, got min_words={min_words}, "
+                         f"max_chars={max_chars}")
+    text = load_corpus(corpus)
+    vocab = Vocab.chars("".join(text.split()), specials=(PAD,))
+    parts = split_text(text, tuple(fractions))
+    make = lambda part: tag_lines(part, vocab, min_words=min_words, max_chars=max_chars)  # noqa: E731
+    return TaggingData(vocab, make(parts.train), make(parts.val), make(parts.test))
+
+
+# -- question or statement? -------------------------------------------------------------------
+class LabelledLine(NamedTuple):
+    """One example of a many-to-one task."""
+
+    line: str            # the text
+    ids: torch.Tensor    # (T,) long character ids
+    label: int           # index into ClassificationData.labels
+
+
+@dataclass(frozen=True)
+class ClassificationData:
+    """Labelled texts: vocabulary (``<pad>`` is id 0), label names, three splits."""
+
+    vocab: Vocab
+    labels: tuple[str, ...]
+    train: list[LabelledLine]
+    val: list[LabelledLine]
+    test: list[LabelledLine]
+
+
+_SENTENCE_RE = re.compile(r"[A-Z][^.?!\[\]]*[.?!]")
+
+
+def _is_heading(line: str) -> bool:
+    letters = [c for c in line if c.isalpha()]
+    return bool(letters) and all(c.isupper() for c in letters)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of the speeches in ``text``: lines that are all capitals (speaker names,
+    headings) and stage directions in brackets are dropped, the rest is joined with single
+    spaces and cut after each ``.``, ``?`` or ``!``. A sentence starts with a capital letter."""
+    kept = [line for line in text.split("\n")
+            if not (_is_heading(line) or line.lstrip().startswith("[") or line.rstrip().endswith("]"))]
+    return _SENTENCE_RE.findall(" ".join(" ".join(kept).split()))
+
+
+@lru_cache(maxsize=4)
+def question_data(corpus: str = "shakespeare", *, max_examples: int = 20_000, min_words: int = 4,
+                  max_chars: int = 80, fractions: Sequence[float] = (0.8, 0.1, 0.1),
+                  seed: int = 0) -> ClassificationData:
+    """Is a sentence a question? Label 1 if it ended with "?", 0 if with "." ("!" is left out).
+
+    The final mark is removed from the text, so the model must tell from the words (*What*,
+    *Dost thou*, *Is it*, ...). Sentences of at least ``min_words`` words and at most
+    ``max_chars`` characters (without the mark) are shuffled with ``seed``, the first
+    ``max_examples`` kept and split with :func:`seqlab.data.split_items`.
+    """
+    text = load_corpus(corpus)
+    vocab = Vocab.chars(text, specials=(PAD,))
+    pairs = [(s[:-1], int(s[-1] == "?")) for s in sentences(text)
+             if s[-1] in ".?" and len(s.split()) >= min_words and len(s) - 1 <= max_chars]
+    if not pairs:
+        raise ValueError(f"no sentence of {corpus!r} has at least {min_words} words and at most {max_chars} characters")
+    order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(seed))[:max_examples]
+    examples = [LabelledLine(pairs[i][0], vocab.encode(pairs[i][0]), pairs[i][1]) for i in order.tolist()]
+    parts = split_items(examples, tuple(fractions), seed=seed)
+    return ClassificationData(vocab, ("statement", "question"), parts.train, parts.val, parts.test)
+
+
+# -- batches -----------------------------------------------------------------------------------
+class PaddedBatches:
+    """Padded batches of variable-length examples; one pass over it is one epoch.
+
+    ``examples`` are pairs ``(ids, target)`` (a :class:`TaggedLine` counts as ``(ids, tags)``
+    and a :class:`LabelledLine` as ``(ids, label)``): ``ids`` a 1-D long tensor, ``target`` either
+    a tensor of the same length (tagging) or an int (classification). Each batch is::
+
+        ids      (B, T_max) long, padded with pad_id
+        targets  (B, T_max) long, padded with IGNORE_INDEX   -- or (B,) for int targets
+        lengths  (B,) long
+
+    The order is shuffled with ``seed`` + epoch number (every run the same); ``shuffle=False``
+    keeps the examples' order, e.g. for evaluation.
+    """
+
+    def __init__(self, examples: Sequence, batch_size: int, *, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = False, pad_id: int = 0):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if len(examples) == 0:
+            raise ValueError("PaddedBatches needs at least one example")
+        self.pairs = [self._pair(i, e) for i, e in enumerate(examples)]
+        if drop_last and len(self.pairs) < batch_size:
+            raise ValueError(f"batch_size={batch_size} with drop_last=True needs at least {batch_size} "
+                             f"examples, got {len(self.pairs)}")
+        self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.drop_last, self.pad_id = drop_last, pad_id
+        self.epoch = 0
+
+    @staticmethod
+    def _pair(index: int, example) -> tuple[torch.Tensor, torch.Tensor | int]:
+        if isinstance(example, TaggedLine):
+            ids, target = example.ids, example.tags
+        elif isinstance(example, LabelledLine):
+            ids, target = example.ids, example.label
+        else:
+            ids, target = example
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.dtype != torch.long or len(ids) == 0:
+            got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) \
+                else type(ids).__name__
+            raise ValueError(f"example {index}: ids must be a non-empty 1-D torch.long tensor, got {got}")
+        if isinstance(target, torch.Tensor) and target.dim() == 1:
+            if target.shape != ids.shape:
+                raise ValueError(f"example {index}: one tag per id expected, got {len(ids)} ids and "
+                                 f"{len(target)} tags")
+        elif isinstance(target, torch.Tensor) and target.dim() == 0:
+            target = int(target)
+        elif not isinstance(target, int):
+            raise ValueError(f"example {index}: target must be a 1-D tensor of tags or an int label, "
+                             f"got {type(target).__name__}")
+        return ids, target
+
+    def __len__(self) -> int:
+        full, rest = divmod(len(self.pairs), self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def collate(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor | int]]
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Pad a list of ``(ids, target)`` pairs into one batch ``(ids, targets, lengths)``."""
+        lengths = torch.tensor([len(ids) for ids, _ in pairs], dtype=torch.long)
+        ids = torch.full((len(pairs), int(lengths.max())), self.pad_id, dtype=torch.long)
+        for b, (seq, _) in enumerate(pairs):
+            ids[b, :len(seq)] = seq
+        if isinstance(pairs[0][1], int):
+            targets = torch.tensor([t for _, t in pairs], dtype=torch.long)
+        else:
+            targets = torch.full_like(ids, IGNORE_INDEX)
+            for b, (_, tags) in enumerate(pairs):
+                targets[b, :len(tags)] = tags
+        return ids, targets, lengths
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        if self.shuffle:
+            order = torch.randperm(len(self.pairs), generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        else:
+            order = torch.arange(len(self.pairs))
+        self.epoch += 1
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            yield self.collate([self.pairs[i] for i in order[start:start + self.batch_size].tolist()])

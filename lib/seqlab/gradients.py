@@ -1,0 +1,316 @@
+r"""Training a vanilla RNN: backpropagation through time (BPTT) by hand, and what it implies.
+
+The lectures' recurrence, for time steps :math:`t = 1 \dots T`:
+
+.. math::
+
+    a_t = W_h h_{t-1} + W_x x_t + b, \qquad h_t = \tanh(a_t).
+
+**BPTT** runs the loss backwards through the unrolled network. Write :math:`\bar h_t` for the
+*total* gradient :math:`\partial L / \partial h_t` (from the loss at step :math:`t`, if any, plus
+what flows back from step :math:`t+1`). One backward step is
+
+.. math::
+
+    \delta_t &= \bar h_t \odot (1 - h_t^2)                   && \partial L/\partial a_t, \text{ as } \tanh' = 1 - \tanh^2 \\
+    \partial L/\partial W_h &\mathrel{+}= \delta_t\, h_{t-1}^\top, \quad
+    \partial L/\partial W_x \mathrel{+}= \delta_t\, x_t^\top, \quad
+    \partial L/\partial b \mathrel{+}= \delta_t                && \text{shared weights: sum over steps} \\
+    \bar h_{t-1} &= W_h^\top \delta_t \; (+\ \partial L_{t-1}/\partial h_{t-1})  && \text{one step back in time}
+
+so the gradient reaching :math:`h_t` from the loss at step :math:`T` is a product of
+:math:`T - t` Jacobians :math:`\mathrm{diag}(1 - h_s^2)\, W_h`. With :math:`|\tanh'| \le 1`, its
+size is governed by :math:`W_h`: it shrinks geometrically when the spectral radius of :math:`W_h`
+is below 1 (vanishing gradients) and can grow geometrically above 1 (exploding gradients).
+
+This module holds the readable BPTT (:func:`rnn_forward`, :func:`bptt_step`, :func:`rnn_backward`)
+that notebook 03 writes out and checks against autograd, and the measurements built on it.
+``seqlab.nn.RNN`` runs the same backward step in its fused path (``seqlab.nn.rnn.rnn_step_backward``),
+batched over all steps for speed; this module keeps every quantity of the equations visible.
+
+Shapes (batch first within a step, time first across steps, as in ``torch.nn.RNN``):
+``x`` ``(T, B, I)``, states ``(T+1, B, H)`` holding :math:`h_0 \dots h_T`, ``W_h`` ``(H, H)``,
+``W_x`` ``(H, I)``, ``b`` ``(H,)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+__all__ = [
+    "ACTIVATIONS", "Activation", "BPTTGrads", "bptt_step", "gradient_norms_through_time", "input_sensitivity",
+    "linear_gradient_norms", "random_rnn_weights", "rnn_backward", "rnn_forward", "scale_to_spectral_radius", "spectral_radius",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------------------------
+
+def _shape(t: Tensor) -> str:
+    return "(" + ", ".join(str(d) for d in t.shape) + ("," if t.dim() == 1 else "") + ")"
+
+
+def _check_rnn(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor | None, h0: Tensor | None = None) -> None:
+    """Clear errors for the shapes and dtypes of a vanilla RNN's inputs and weights."""
+    for name, t in (("x", x), ("W_h", W_h), ("W_x", W_x)) + ((("b", b),) if b is not None else ()):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} should be a torch.Tensor, got {type(t).__name__}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} should be a floating-point tensor, got dtype {t.dtype}")
+    if W_h.dim() != 2 or W_h.shape[0] != W_h.shape[1]:
+        raise ValueError(f"W_h should be square, (H, H), got {_shape(W_h)}")
+    H = W_h.shape[0]
+    if x.dim() != 3:
+        raise ValueError(f"x should have shape (T, B, I) (time, batch, features), got {_shape(x)}")
+    T, B, I = x.shape
+    if T == 0:
+        raise ValueError(f"x should hold at least one time step, got {_shape(x)}")
+    if tuple(W_x.shape) != (H, I):
+        raise ValueError(f"W_x should have shape (H, I) = ({H}, {I}) for H = {H} units and inputs of "
+                         f"{I} features, got {_shape(W_x)}")
+    if b is not None and tuple(b.shape) != (H,):
+        raise ValueError(f"b should have shape (H,) = ({H},), got {_shape(b)}")
+    if h0 is not None and tuple(h0.shape) != (B, H):
+        raise ValueError(f"h0 should have shape (B, H) = ({B}, {H}), got {_shape(h0)}")
+    dtypes = {t.dtype for t in (x, W_h, W_x, b, h0) if t is not None}
+    if len(dtypes) > 1:
+        raise TypeError(f"x, W_h, W_x, b and h0 should share one dtype, got {sorted(str(d) for d in dtypes)}")
+
+
+# --------------------------------------------------------------------------------------------
+# BPTT by hand
+# --------------------------------------------------------------------------------------------
+
+def rnn_forward(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
+    """The forward pass, keeping every state for the backward pass.
+
+    ``x`` ``(T, B, I)``; returns the states ``(T+1, B, H)``: ``h_0`` (zeros unless ``h0`` is
+    given) followed by ``h_1 .. h_T``, where ``h_t = tanh(W_h h_{t-1} + W_x x_t + b)``.
+    Note the indices: ``x[t - 1]`` is the lectures' :math:`x_t`, read at step ``t``.
+    """
+    _check_rnn(x, W_h, W_x, b, h0)
+    h = x.new_zeros(x.shape[1], W_h.shape[0]) if h0 is None else h0        # (B, H)
+    states = [h]
+    for x_t in x:                                                          # x_t: (B, I)
+        h = torch.tanh(h @ W_h.T + x_t @ W_x.T + b)                        # (B, H)
+        states.append(h)
+    return torch.stack(states)                                             # (T+1, B, H)
+
+
+def bptt_step(dh_t: Tensor, h_t: Tensor, h_prev: Tensor, x_t: Tensor,
+              W_h: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One step of BPTT for ``h_t = tanh(W_h h_{t-1} + W_x x_t + b)``.
+
+    ``dh_t`` ``(B, H)`` is the total gradient dL/dh_t. Returns this step's contributions to
+    dL/dW_h ``(H, H)``, dL/dW_x ``(H, I)`` and dL/db ``(H,)`` (summed over the batch), and the
+    gradient that flows on to the previous state, dL/dh_{t-1} ``(B, H)``.
+    """
+    delta = dh_t * (1 - h_t ** 2)          # (B, H): dL/da_t, since tanh'(a_t) = 1 - h_t^2
+    dW_h = delta.T @ h_prev                # (H, H): a_t = W_h h_{t-1} + ...
+    dW_x = delta.T @ x_t                   # (H, I): a_t = ... + W_x x_t + ...
+    db = delta.sum(0)                      # (H,)
+    dh_prev = delta @ W_h                  # (B, H): W_h^T delta_t, one row per sequence
+    return dW_h, dW_x, db, dh_prev
+
+
+@dataclass
+class BPTTGrads:
+    """The result of :func:`rnn_backward`: the weights' gradients and dL/dh_t at every step."""
+
+    W_h: Tensor   # (H, H)
+    W_x: Tensor   # (H, I)
+    b: Tensor     # (H,)
+    h0: Tensor    # (B, H): dL/dh_0, the gradient with respect to the initial state
+    dh: Tensor    # (T+1, B, H): total dL/dh_t for t = 0 .. T (dh[0] is dL/dh_0)
+
+
+def rnn_backward(x: Tensor, states: Tensor, W_h: Tensor, dL_dh: Tensor) -> BPTTGrads:
+    """Backpropagation through time, one :func:`bptt_step` per step from ``t = T`` down to 1.
+
+    ``states`` ``(T+1, B, H)`` come from :func:`rnn_forward`. ``dL_dh`` ``(T, B, H)`` holds the
+    gradient that the loss sends *directly* to each ``h_1 .. h_T`` (e.g. through an output layer
+    at every step; zeros where the loss does not read a state). The gradient flowing back from
+    later steps is added on the way.
+    """
+    if states.dim() != 3 or states.shape[0] != x.shape[0] + 1 or states.shape[1] != x.shape[1]:
+        raise ValueError(f"states should be (T+1, B, H) = ({x.shape[0] + 1}, {x.shape[1]}, H) for x of shape "
+                         f"{_shape(x)}, got {_shape(states)}")
+    if dL_dh.shape != states[1:].shape:
+        raise ValueError(f"dL_dh should be (T, B, H) = {_shape(states[1:])}, one gradient per state h_1 .. h_T, "
+                         f"got {_shape(dL_dh)}")
+    T = x.shape[0]
+    dW_h, dW_x, db = torch.zeros_like(W_h), x.new_zeros(W_h.shape[0], x.shape[2]), x.new_zeros(W_h.shape[0])
+    dh = [None] * (T + 1)
+    carried = torch.zeros_like(states[0])                      # dL/dh_T from later steps: none
+    for t in range(T, 0, -1):                                  # t = T, ..., 1
+        dh[t] = dL_dh[t - 1] + carried                         # total dL/dh_t
+        g_Wh, g_Wx, g_b, carried = bptt_step(dh[t], states[t], states[t - 1], x[t - 1], W_h)
+        dW_h, dW_x, db = dW_h + g_Wh, dW_x + g_Wx, db + g_b    # weight sharing: sum over steps
+    dh[0] = carried
+    return BPTTGrads(W_h=dW_h, W_x=dW_x, b=db, h0=carried, dh=torch.stack(dh))
+
+
+# --------------------------------------------------------------------------------------------
+# Spectral radius and gradient norms through time
+# --------------------------------------------------------------------------------------------
+
+def spectral_radius(W: Tensor) -> float:
+    """The largest absolute eigenvalue of a square matrix, rho(W)."""
+    if not isinstance(W, Tensor) or W.dim() != 2 or W.shape[0] != W.shape[1]:
+        raise ValueError(f"spectral_radius expects a square matrix, got "
+                         f"{_shape(W) if isinstance(W, Tensor) else type(W).__name__}")
+    return float(torch.linalg.eigvals(W.double()).abs().max())
+
+
+def scale_to_spectral_radius(W: Tensor, rho: float) -> Tensor:
+    """``W`` rescaled so that its spectral radius is ``rho`` (same eigenvectors)."""
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho >= 0):
+        raise ValueError(f"rho should be a finite number >= 0, got {rho!r}")
+    current = spectral_radius(W)
+    if current == 0:
+        raise ValueError("W has spectral radius 0 (it is nilpotent, e.g. all zeros); it cannot be rescaled")
+    return W * (rho / current)
+
+
+def random_rnn_weights(hidden_size: int, input_size: int, rho: float, *, seed: int = 0,
+                       dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor, Tensor]:
+    """Random ``W_h`` with spectral radius ``rho``, and ``W_x``, ``b`` at torch.nn.RNN's scale.
+
+    ``W_h`` starts from a Gaussian matrix (the same one for every ``rho`` with the same seed, so
+    curves for different ``rho`` differ only in scale); ``W_x`` and ``b`` are drawn from
+    U(-1/sqrt(H), 1/sqrt(H)) like torch's initialisation.
+    """
+    for name, value in (("hidden_size", hidden_size), ("input_size", input_size)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} should be a positive int, got {value!r}")
+    g = torch.Generator().manual_seed(seed)
+    W_h = scale_to_spectral_radius(torch.randn(hidden_size, hidden_size, generator=g, dtype=dtype), rho)
+    bound = 1 / math.sqrt(hidden_size)
+    W_x = (torch.rand(hidden_size, input_size, generator=g, dtype=dtype) * 2 - 1) * bound
+    b = (torch.rand(hidden_size, generator=g, dtype=dtype) * 2 - 1) * bound
+    return W_h, W_x, b
+
+
+def gradient_norms_through_time(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, *,
+                                h0: Tensor | None = None, seed: int = 0) -> Tensor:
+    """How the gradient of a loss at the last step shrinks or grows on its way back in time.
+
+    The loss is ``L = v . h_T`` for a fixed random unit vector ``v`` per sequence, so
+    dL/dh_T = v has norm 1. Returns ``(T+1,)``: entry ``k`` is ||dL/dh_{T-k}|| (the Euclidean
+    norm per sequence, averaged over the batch in log space, i.e. a geometric mean), for the
+    distances k = 0 .. T. Computed with :func:`rnn_backward`.
+    """
+    states = rnn_forward(x, W_h, W_x, b, h0)
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(states.shape[1:], generator=g, dtype=states.dtype)     # (B, H)
+    dL_dh = torch.zeros_like(states[1:])
+    dL_dh[-1] = v / v.norm(dim=-1, keepdim=True)
+    grads = rnn_backward(x, states, W_h, dL_dh)
+    norms = grads.dh.norm(dim=-1)                                           # (T+1, B), t = 0 .. T
+    return norms.log().mean(dim=1).exp().flip(0)                           # index k = T - t
+
+
+def linear_gradient_norms(W_h: Tensor, steps: int, *, batch: int = 16, seed: int = 0) -> Tensor:
+    """The same measurement without the nonlinearity: the linear part of BPTT alone.
+
+    For ``h_t = W_h h_{t-1}`` the gradient k steps back is ``(W_h^T)^k v``. Returns ``(steps+1,)``:
+    entry ``k`` is the geometric mean over ``batch`` random unit vectors ``v`` of ||(W_h^T)^k v||.
+    For large k it grows or shrinks like rho(W_h)^k.
+    """
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps should be an int >= 0, got {steps!r}")
+    if not isinstance(W_h, Tensor) or W_h.dim() != 2 or W_h.shape[0] != W_h.shape[1]:
+        raise ValueError(f"W_h should be a square matrix (H, H), got "
+                         f"{_shape(W_h) if isinstance(W_h, Tensor) else type(W_h).__name__}")
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(batch, W_h.shape[0], generator=g, dtype=W_h.dtype)
+    v = v / v.norm(dim=-1, keepdim=True)                                    # (batch, H), unit rows
+    norms = [v.norm(dim=-1)]
+    for _ in range(steps):
+        v = v @ W_h                                                         # W_h^T v, one row per vector
+        norms.append(v.norm(dim=-1))
+    return torch.stack(norms).log().mean(dim=1).exp()
+
+
+# --------------------------------------------------------------------------------------------
+# The activation functions of the lectures, with their derivatives
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Activation:
+    """An activation function ``f``, its derivative ``df`` (written out, not autograd) and formulas."""
+
+    name: str
+    f: Callable[[Tensor], Tensor]
+    df: Callable[[Tensor], Tensor]
+    formula: str       # LaTeX
+    derivative: str    # LaTeX
+
+
+LEAKY_SLOPE = 0.1    # gamma of leaky ReLU (torch's default is 0.01; 0.1 is easier to see in a plot)
+SOFTPLUS_BETA = 1.0
+
+
+def _gelu_df(z: Tensor) -> Tensor:
+    cdf = 0.5 * (1 + torch.erf(z / math.sqrt(2)))                  # Phi(z)
+    pdf = torch.exp(-0.5 * z ** 2) / math.sqrt(2 * math.pi)        # phi(z)
+    return cdf + z * pdf
+
+
+ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (
+    Activation("sigmoid", torch.sigmoid, lambda z: torch.sigmoid(z) * (1 - torch.sigmoid(z)),
+               r"\sigma(z) = \frac{1}{1 + e^{-z}}", r"\sigma(z)\,(1 - \sigma(z))"),
+    Activation("tanh", torch.tanh, lambda z: 1 - torch.tanh(z) ** 2,
+               r"\tanh(z) = \frac{e^z - e^{-z}}{e^z + e^{-z}}", r"1 - \tanh^2(z)"),
+    Activation("ReLU", torch.relu, lambda z: (z > 0).to(z.dtype),
+               r"\max(0, z)", r"[z > 0]"),
+    Activation("leaky ReLU", lambda z: F.leaky_relu(z, LEAKY_SLOPE),
+               lambda z: torch.where(z > 0, torch.ones_like(z), torch.full_like(z, LEAKY_SLOPE)),
+               rf"\max(z, \gamma z),\ \gamma = {LEAKY_SLOPE}", r"1 \text{ if } z > 0 \text{ else } \gamma"),
+    Activation("GELU", F.gelu, _gelu_df,
+               r"\frac{z}{2}\left[1 + \mathrm{erf}(z/\sqrt{2})\right] = z\,\Phi(z)", r"\Phi(z) + z\,\varphi(z)"),
+    Activation("softplus", lambda z: F.softplus(z, beta=SOFTPLUS_BETA),
+               lambda z: torch.sigmoid(SOFTPLUS_BETA * z),
+               rf"\frac{{1}}{{\beta}}\log(1 + e^{{\beta z}}),\ \beta = {SOFTPLUS_BETA:g}", r"\sigma(\beta z)"),
+)}
+
+
+# --------------------------------------------------------------------------------------------
+# Which inputs does a trained model's loss depend on?
+# --------------------------------------------------------------------------------------------
+
+def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """How strongly the loss at the last step depends on each earlier input, for a char model.
+
+    ``model`` is a :class:`seqlab.nn.charlm.CharLM` (embedding ``model.embed``, recurrent layer
+    ``model.rnn``, read-out ``model.head``); ``x``, ``y`` ``(B, T)`` ids as from ``LMBatches``.
+    The loss is the cross-entropy of the prediction at the last position, ``L_T``. Returns
+    ``(T,)``: entry ``k`` is ||dL_T / de_{T-k}||, the norm of its gradient with respect to the
+    embedded input ``k`` steps before the end (k = 0: the last character read), averaged over
+    the batch.
+    """
+    for name, t in (("x", x), ("y", y)):
+        if not isinstance(t, Tensor) or t.dim() != 2 or t.dtype != torch.long:
+            got = f"{t.dtype} tensor of shape {_shape(t)}" if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{name} should be ids of shape (B, T) and dtype torch.long, got {got}")
+    if x.shape != y.shape:
+        raise ValueError(f"x and y should have the same shape (B, T), got {_shape(x)} and {_shape(y)}")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            e = model.embed(x).detach().requires_grad_()          # (B, T, E)
+            output, _ = model.rnn(e)                              # (B, T, H)
+            logits = model.head(output[:, -1])                    # (B, V): the last prediction only
+            loss = F.cross_entropy(logits, y[:, -1], reduction="sum")   # one loss per sequence, summed
+            (grad,) = torch.autograd.grad(loss, e)                # (B, T, E)
+    finally:
+        model.train(was_training)
+    return grad.norm(dim=-1).mean(dim=0).flip(0)                  # (T,), index k = distance from the end

@@ -1,0 +1,121 @@
+r"""Read-outs on top of a recurrent encoder: one output per step (tagging) or per sequence.
+
+Both models embed character ids, run seqlab's own RNN / LSTM / GRU (any depth, one or two
+directions, padded batches with ``lengths``), and apply a linear layer:
+
+- :class:`SequenceTagger` (many-to-many): a score vector for every position,
+  :math:`y_t = U\,[\overrightarrow{h}_t; \overleftarrow{h}_t] + b` (just :math:`U h_t + b` with one
+  direction), shape ``(B, T, num_tags)``.
+- :class:`SequenceClassifier` (many-to-one): one score vector per sequence from a summary of
+  the top layer's outputs, ``readout=``
+
+  * ``"last"``: the final states ``h_n`` of the top layer -- the forward direction's state after
+    the sequence's true last element and, when bidirectional, the backward direction's state
+    after reading back to the first element: :math:`[\overrightarrow{h}_{T}; \overleftarrow{h}_{1}]`;
+  * ``"mean"``: the mean of the outputs over the real (non-padded) time steps;
+  * ``"max"``: their element-wise maximum over the real time steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.nn.charlm import CELLS
+
+READOUTS = ("last", "mean", "max")
+
+
+def _encoder(cell: str, input_size: int, hidden_size: int, num_layers: int, bidirectional: bool,
+             dropout: float) -> nn.Module:
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+    from seqlab.nn import GRU, LSTM, RNN
+
+    module = {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell]
+    return module(input_size, hidden_size, num_layers=num_layers, batch_first=True,
+                  bidirectional=bidirectional, dropout=dropout)
+
+
+def _check_ids(name: str, ids: Tensor, lengths: Tensor | Sequence[int] | None) -> Tensor | None:
+    if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
+        got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, Tensor) else type(ids).__name__
+        raise ValueError(f"{name} expects ids of shape (B, T) and dtype torch.long, got {got}")
+    if lengths is None:
+        return None
+    lengths = torch.as_tensor(lengths)
+    if lengths.shape != (ids.shape[0],):
+        raise ValueError(f"{name} expects lengths of shape ({ids.shape[0]},), one per sequence, "
+                         f"got {tuple(lengths.shape)}")
+    return lengths
+
+
+class _Encoded(nn.Module):
+    def __init__(self, vocab_size: int, num_outputs: int, *, cell: str, embed_size: int, hidden_size: int,
+                 num_layers: int, bidirectional: bool, dropout: float, padding_idx: int | None):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed_size, padding_idx=padding_idx)
+        self.rnn = _encoder(cell, embed_size, hidden_size, num_layers, bidirectional, dropout)
+        self.head = nn.Linear(hidden_size * (2 if bidirectional else 1), num_outputs)
+
+    def encode(self, ids: Tensor, lengths: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Top-layer outputs ``(B, T, D*H)`` and the final hidden states ``h_n`` ``(L*D, B, H)``."""
+        output, state = self.rnn(self.embed(ids), lengths=lengths)
+        h_n = state[0] if isinstance(state, tuple) else state      # LSTM: (h_n, c_n)
+        return output, h_n
+
+
+class SequenceTagger(_Encoded):
+    """Embedding -> recurrent layers -> linear: ``forward(ids (B, T), lengths=None)`` gives
+    logits ``(B, T, num_tags)``. Positions past ``lengths[b]`` get scores from a zero state
+    (ignore them: :func:`seqlab.tagging.tagging_loss` does)."""
+
+    def __init__(self, vocab_size: int, num_tags: int = 2, *, cell: str = "gru", embed_size: int = 32,
+                 hidden_size: int = 64, num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0,
+                 padding_idx: int | None = 0):
+        super().__init__(vocab_size, num_tags, cell=cell, embed_size=embed_size, hidden_size=hidden_size,
+                         num_layers=num_layers, bidirectional=bidirectional, dropout=dropout,
+                         padding_idx=padding_idx)
+
+    def forward(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None) -> Tensor:
+        lengths = _check_ids("SequenceTagger", ids, lengths)
+        output, _ = self.encode(ids, lengths)                      # (B, T, D*H)
+        return self.head(output)                                   # (B, T, num_tags)
+
+
+class SequenceClassifier(_Encoded):
+    """Embedding -> recurrent layers -> a summary of the sequence -> linear:
+    ``forward(ids (B, T), lengths=None)`` gives logits ``(B, num_classes)``; see the module
+    docstring for ``readout``."""
+
+    def __init__(self, vocab_size: int, num_classes: int, *, readout: str = "last", cell: str = "gru",
+                 embed_size: int = 32, hidden_size: int = 64, num_layers: int = 1, bidirectional: bool = False,
+                 dropout: float = 0.0, padding_idx: int | None = 0):
+        if readout not in READOUTS:
+            raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+        super().__init__(vocab_size, num_classes, cell=cell, embed_size=embed_size, hidden_size=hidden_size,
+                         num_layers=num_layers, bidirectional=bidirectional, dropout=dropout,
+                         padding_idx=padding_idx)
+        self.readout = readout
+
+    def summary(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None) -> Tensor:
+        """The fixed-size vector the linear layer reads, ``(B, D*H)``."""
+        lengths = _check_ids("SequenceClassifier", ids, lengths)
+        output, h_n = self.encode(ids, lengths)                    # (B, T, D*H), (L*D, B, H)
+        if self.readout == "last":
+            directions = 2 if self.rnn.bidirectional else 1
+            return torch.cat(list(h_n[-directions:]), dim=-1)      # top layer: [h_fwd; h_bwd]
+        steps = output.shape[1]
+        if lengths is None:
+            mask = torch.ones(output.shape[:2], dtype=torch.bool, device=output.device)
+        else:
+            mask = torch.arange(steps, device=output.device)[None] < lengths.to(output.device)[:, None]
+        mask = mask.unsqueeze(-1)                                  # (B, T, 1)
+        if self.readout == "mean":
+            return (output * mask).sum(1) / mask.sum(1)
+        return output.masked_fill(~mask, float("-inf")).amax(1)
+
+    def forward(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None) -> Tensor:
+        return self.head(self.summary(ids, lengths))              # (B, num_classes)

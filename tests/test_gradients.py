@@ -1,0 +1,161 @@
+"""seqlab.gradients: the hand-written BPTT against autograd, the gradient-norm measurements,
+the activation table, input sensitivity, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seqlab.gradients import (ACTIVATIONS, bptt_step, gradient_norms_through_time, input_sensitivity,
+                              linear_gradient_norms, random_rnn_weights, rnn_backward, rnn_forward,
+                              scale_to_spectral_radius, spectral_radius)
+from seqlab.nn import RNN
+from seqlab.nn.charlm import CharLM, CharLMConfig
+
+T, B, I, H = 7, 3, 4, 5
+
+
+def setup_rnn(seed: int = 0, rho: float = 0.9):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(T, B, I, generator=g, dtype=torch.float64)
+    h0 = torch.randn(B, H, generator=g, dtype=torch.float64)
+    W_h, W_x, b = random_rnn_weights(H, I, rho, seed=seed)
+    return x, h0, W_h, W_x, b
+
+
+def test_forward_is_the_recurrence_and_matches_seqlab_rnn():
+    x, h0, W_h, W_x, b = setup_rnn()
+    states = rnn_forward(x, W_h, W_x, b, h0)
+    assert states.shape == (T + 1, B, H) and torch.equal(states[0], h0)
+    assert torch.allclose(states[1], torch.tanh(h0 @ W_h.T + x[0] @ W_x.T + b))
+    rnn = RNN(I, H).double()
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(W_h), rnn.weight_ih_l0.copy_(W_x), rnn.bias_ih_l0.copy_(b), rnn.bias_hh_l0.zero_()
+        output, _ = rnn(x, h0[None])
+    assert torch.allclose(states[1:], output, atol=1e-12)
+    assert torch.equal(rnn_forward(x, W_h, W_x, b)[0], torch.zeros(B, H, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hand_written_bptt_equals_autograd(seed):
+    x, h0, W_h, W_x, b = setup_rnn(seed, rho=1.3)
+    U = torch.randn(6, H, generator=torch.Generator().manual_seed(seed + 10), dtype=torch.float64)
+
+    def loss_fn(states):  # a loss that reads every state
+        return (states[1:] @ U.T).sin().sum()
+
+    leaves = [t.clone().requires_grad_() for t in (W_h, W_x, b, h0)]
+    expected = torch.autograd.grad(loss_fn(rnn_forward(x, *leaves[:3], leaves[3])), leaves)
+
+    states = rnn_forward(x, W_h, W_x, b, h0)
+    states_leaf = states.clone().requires_grad_()
+    (direct,) = torch.autograd.grad(loss_fn(states_leaf), states_leaf)
+    grads = rnn_backward(x, states, W_h, direct[1:])
+    for got, want in zip((grads.W_h, grads.W_x, grads.b, grads.h0), expected):
+        assert torch.allclose(got, want, atol=1e-12)
+    assert torch.equal(grads.dh[0], grads.h0) and grads.dh.shape == (T + 1, B, H)
+
+
+def test_bptt_step_shapes_and_values():
+    g = torch.Generator().manual_seed(0)
+    dh, h, h_prev = (torch.randn(B, H, generator=g) for _ in range(3))
+    h, h_prev = torch.tanh(h), torch.tanh(h_prev)
+    x_t, W_h = torch.randn(B, I, generator=g), torch.randn(H, H, generator=g)
+    dW_h, dW_x, db, dh_prev = bptt_step(dh, h, h_prev, x_t, W_h)
+    assert (dW_h.shape, dW_x.shape, db.shape, dh_prev.shape) == ((H, H), (H, I), (H,), (B, H))
+    delta = dh * (1 - h ** 2)
+    assert torch.allclose(dh_prev, torch.einsum("ij,bi->bj", W_h, delta))
+
+
+def test_spectral_radius_and_rescaling():
+    W = torch.diag(torch.tensor([0.5, -2.0, 1.0]))
+    assert spectral_radius(W) == pytest.approx(2.0)
+    assert spectral_radius(scale_to_spectral_radius(W, 0.7)) == pytest.approx(0.7)
+    W_h, _, _ = random_rnn_weights(16, 3, 1.7, seed=4)
+    assert spectral_radius(W_h) == pytest.approx(1.7)
+    with pytest.raises(ValueError, match="spectral radius 0"):
+        scale_to_spectral_radius(torch.zeros(3, 3), 1.0)
+    with pytest.raises(ValueError, match="square matrix"):
+        spectral_radius(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="rho should be a finite number"):
+        scale_to_spectral_radius(W, -1.0)
+
+
+def test_gradient_norms_vanish_below_one_and_explode_well_above():
+    x = torch.randn(40, 8, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    norms = {}
+    for rho in (0.5, 3.0):
+        W_h, W_x, b = random_rnn_weights(32, 4, rho, seed=0)
+        norms[rho] = gradient_norms_through_time(x, W_h, W_x, b)
+        assert norms[rho].shape == (41,) and norms[rho][0] == pytest.approx(1.0)
+    assert norms[0.5][40] < 1e-10 and norms[3.0][40] > 1e3
+    # the linear part alone grows like rho^k
+    W_h, _, _ = random_rnn_weights(32, 4, 1.2, seed=0)
+    linear = linear_gradient_norms(W_h, 80)
+    assert linear[80] ** (1 / 80) == pytest.approx(1.2, rel=0.05)
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_derivatives_match_autograd(name):
+    act = ACTIVATIONS[name]
+    z = torch.linspace(-6, 6, 241, dtype=torch.float64).requires_grad_()
+    (expected,) = torch.autograd.grad(act.f(z).sum(), z)
+    assert torch.allclose(act.df(z.detach()), expected, atol=1e-12)
+
+
+def test_activation_derivative_bounds():
+    z = torch.linspace(-10, 10, 20001, dtype=torch.float64)
+    assert ACTIVATIONS["sigmoid"].df(z).max().item() == pytest.approx(0.25)
+    assert ACTIVATIONS["tanh"].df(z).max().item() == pytest.approx(1.0)
+    assert ACTIVATIONS["GELU"].df(z).max().item() == pytest.approx(1.1289, abs=1e-3)
+
+
+def test_input_sensitivity_is_the_gradient_of_the_last_loss():
+    torch.manual_seed(0)
+    model = CharLM(CharLMConfig(vocab_size=11, cell="rnn", embed_size=6, hidden_size=8))
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randint(0, 11, (3, 9), generator=g), torch.randint(0, 11, (3, 9), generator=g)
+    model.train()
+    sens = input_sensitivity(model, x, y)
+    assert sens.shape == (9,) and model.training, "returns one value per distance and restores the mode"
+    e = model.embed(x).detach().requires_grad_()
+    out, _ = model.rnn(e)
+    loss = F.cross_entropy(model.head(out[:, -1]), y[:, -1], reduction="sum")
+    (grad,) = torch.autograd.grad(loss, e)
+    assert torch.allclose(sens, grad.norm(dim=-1).mean(0).flip(0), atol=1e-6)
+    assert all(p.grad is None for p in model.parameters()), "measuring leaves the parameters' gradients alone"
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(x=torch.zeros(3, 4)), r"x should have shape \(T, B, I\)"),
+    (dict(W_x=torch.zeros(5, 3)), r"W_x should have shape \(H, I\) = \(5, 4\)"),
+    (dict(W_h=torch.zeros(5, 4)), r"W_h should be square"),
+    (dict(b=torch.zeros(4)), r"b should have shape \(H,\) = \(5,\)"),
+    (dict(h0=torch.zeros(2, 5)), r"h0 should have shape \(B, H\) = \(3, 5\)"),
+    (dict(x=torch.zeros(0, 3, 4)), r"at least one time step"),
+    (dict(x=torch.zeros(7, 3, 4, dtype=torch.long)), r"floating-point tensor, got dtype torch.int64"),
+    (dict(x=torch.zeros(7, 3, 4, dtype=torch.float64)), r"share one dtype"),
+])
+def test_bad_input_names_expected_and_actual(bad, match):
+    args = dict(x=torch.zeros(7, 3, 4), W_h=torch.zeros(5, 5), W_x=torch.zeros(5, 4), b=torch.zeros(5), h0=None)
+    args.update(bad)
+    with pytest.raises((ValueError, TypeError), match=match):
+        rnn_forward(args["x"], args["W_h"], args["W_x"], args["b"], args["h0"])
+
+
+def test_backward_and_sensitivity_shape_errors():
+    x, h0, W_h, W_x, b = setup_rnn()
+    states = rnn_forward(x, W_h, W_x, b, h0)
+    with pytest.raises(ValueError, match=r"dL_dh should be \(T, B, H\) = \(7, 3, 5\)"):
+        rnn_backward(x, states, W_h, torch.zeros_like(states))
+    with pytest.raises(ValueError, match=r"states should be \(T\+1, B, H\)"):
+        rnn_backward(x, states[1:], W_h, torch.zeros_like(states[1:]))
+    model = CharLM(CharLMConfig(vocab_size=5, cell="rnn", embed_size=3, hidden_size=4))
+    with pytest.raises(ValueError, match="ids of shape"):
+        input_sensitivity(model, torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="same shape"):
+        input_sensitivity(model, torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
+    assert math.isfinite(float(linear_gradient_norms(torch.eye(3), 0)[0]))
