@@ -208,9 +208,16 @@ class GatePlot:
     """A gate figure that stays alive: :meth:`update` changes its artists in place.
 
     Built once per record. Moving the units or the gate swaps image data, colour limits and
-    titles; moving the step only moves the highlight. :meth:`png` renders it for the widget:
-    after a full draw it keeps the picture without the step's artists, so a step move costs
-    a copy, a few patches and the PNG encoding instead of a full redraw (matplotlib's blitting).
+    titles; moving the step only moves the highlight. :meth:`png` renders it for the widget in
+    three layers (matplotlib's blitting), each kept as pixels until something in it changes:
+
+    - *static*: frames, colour bars, the characters under the bottom panel; kept per set of
+      colour maps and limits (a handful per model), since colour bars are the dearest part;
+    - *view*: the heatmaps, unit axes, spines and titles, redrawn over the static layer, panel
+      by panel, when the gate (one panel) or the units (every panel) change;
+    - *step*: the highlight, the red character and the header, drawn over the view layer at
+      every move.
+
     The figure is a :class:`GateFigure`, not registered with pyplot.
     """
 
@@ -230,7 +237,8 @@ class GatePlot:
                                 left=self.LEFT / self.WIDTH, right=1 - self.RIGHT / self.WIDTH,
                                 top=1 - self.TOP / height, bottom=self.BOTTOM / height)
         self.axes, self.images, self.colorbars, self.titles = [], [], [], []
-        self.dynamic: list = []          # what a step move changes: drawn over the kept background
+        self.dynamic: list = []          # the step layer: what a step move changes
+        self.view_artists: list = []     # the view layer, per panel: what a gate or units change changes
         for row, panel in enumerate(self.panels):
             ax = fig.add_subplot(grid[row, 0])
             image = ax.imshow(np.zeros((1, T)), aspect="auto", interpolation="nearest",
@@ -255,6 +263,7 @@ class GatePlot:
                                   clip_on=False, zorder=3)
                 ax.add_patch(patch)
                 self.dynamic.append(patch)
+            self.view_artists.append([image, *ax.spines.values(), ax.yaxis, self.titles[-1]])
             self.axes.append(ax)
             self.images.append(image)
             self.colorbars.append(colorbar)
@@ -264,7 +273,7 @@ class GatePlot:
         bottom = self.axes[-1]
         bottom.set_xticks(range(0, T, every))
         bottom.set_xticklabels([_visible(ch) for ch in record.chars[::every]], fontsize=9, family="monospace")
-        bottom.tick_params(axis="x", length=0, pad=4)   # no tick marks: the strip below is cached
+        bottom.tick_params(axis="x", length=0, pad=4)   # no tick marks under the characters
         bottom.set_xlabel("character read at step t", fontsize=9)
         bottom.xaxis.set_label_coords(0.5, -0.2 * 1.7 / self.PANEL_HEIGHT)
         for ax in self.axes[:-1]:
@@ -279,15 +288,22 @@ class GatePlot:
         self.dynamic += [self.step_label, self.header]
         self.view: tuple | None = None
         self._quantities: list[str | None] = [None if p == "gate" else p for p in self.panels]
-        self._background = None          # the rendered picture without the dynamic artists
-        self._strip = None               # the rendered characters under the bottom panel
+        self._background = None          # pixels of the static and view layers (no step layer)
+        self._static: dict[tuple, object] = {}   # colour maps and limits -> pixels of the static layer
+        self._stale_panels = set(range(n))       # panels whose view layer must be drawn again
 
     def _set_quantity(self, row: int, name: str) -> None:
         """Point panel ``row`` at quantity ``name``: colour map, limits, title."""
-        lo, hi = _limit(self.record, name)
+        limits = _limit(self.record, name)
+        cmap = SEQUENTIAL_CMAP if QUANTITIES[name][2] == "sigmoid" else DIVERGING_CMAP
         image = self.images[row]
-        image.set_cmap(SEQUENTIAL_CMAP if QUANTITIES[name][2] == "sigmoid" else DIVERGING_CMAP)
-        image.set_clim(lo, hi)
+        # each change lays the colour bar out again (about 9 ms): once for both, and not at all
+        # when they stay (i -> f)
+        if (image.get_cmap().name, image.get_clim()) != (cmap, limits):
+            with image.callbacks.blocked(signal="changed"):
+                image.set_cmap(cmap)
+                image.set_clim(*limits)
+            self.colorbars[row].update_normal(image)
         symbol, description, _ = QUANTITIES[name]
         description = description.replace("c̃_t", r"$\tilde{c}_t$").replace("h̃_t", r"$\tilde{h}_t$")
         self.titles[row].set_text(f"${symbol}$  {description}")
@@ -305,7 +321,7 @@ class GatePlot:
                 self.images[row].set_data(record[name][:, start:stop].T)               # (units, T)
                 self.images[row].set_extent((-0.5, record.steps - 0.5, stop - 0.5, start - 0.5))
                 self._quantities[row] = name
-                self._background = None
+                self._stale_panels.add(row)
         for artist in self.dynamic[:-2]:
             artist.set_x(step - 0.5)
         self.step_label.set_x(step)
@@ -316,27 +332,43 @@ class GatePlot:
         self.view = (gate, (start, stop), step)
         return self.figure
 
+    def _panel_band(self, row: int) -> Bbox:
+        """The pixels that panel ``row``'s view layer may touch, across the full width.
+
+        Neighbouring bands meet a quarter of the way down the gap between two heatmaps: the title
+        above a heatmap needs the rest of the gap, the colour bar's lowest label a little below.
+        """
+        box = self.axes[row].bbox
+        top = box.y1 + (0.75 * (self.axes[row - 1].bbox.y0 - box.y1) if row else 0.5 * self.TOP * self.figure.dpi)
+        bottom = box.y0 - 0.25 * (box.y0 - self.axes[row + 1].bbox.y1) if row + 1 < len(self.axes) else 0
+        return Bbox.from_extents(0, bottom, self.figure.bbox.x1, top)
+
     def png(self, *, compress_level: int = 1) -> bytes:
-        """PNG bytes of the figure as it is now (full draw only when more than the step changed)."""
+        """PNG bytes of the figure as it is now, redrawing only the layers and panels that changed."""
         from PIL import Image
 
-        if self._background is None:
-            for artist in self.dynamic:
-                artist.set_animated(True)      # left out of the full draw ...
-            bottom = self.axes[-1]
-            if self._strip is None:
+        if self._stale_panels:
+            key = tuple((image.get_cmap().name, image.get_clim()) for image in self.images)
+            if key not in self._static:
+                layered = [a for panel in self.view_artists for a in panel] + self.dynamic
+                for artist in layered:
+                    artist.set_animated(True)      # left out of the full draw ...
                 self.canvas.draw()
-                # the characters under the bottom panel never change: keep their pixels
-                box = bottom.bbox
-                self._strip = self.canvas.copy_from_bbox(Bbox.from_extents(box.x0 - 2, 0, box.x1 + 2, box.y0 - 3))
-            else:                              # drawing 60 tick labels is a third of a full draw
-                bottom.xaxis.set_visible(False)
-                self.canvas.draw()
-                bottom.xaxis.set_visible(True)
-                self.canvas.restore_region(self._strip)
+                self._static[key] = self.canvas.copy_from_bbox(self.figure.bbox)
+                for artist in layered:
+                    artist.set_animated(False)     # ... but part of the figure again for savefig
+            if self._background is not None:
+                self.canvas.restore_region(self._background)    # the panels that stay
+            for row in sorted(self._stale_panels):
+                band, height = self._panel_band(row), self.figure.bbox.height
+                # restore_region takes pixel rows counted from the top (display coordinates count
+                # from the bottom), and xy is where the region's own corner goes: (0, 0), unmoved
+                self.canvas.restore_region(self._static[key], xy=(0, 0),
+                                           bbox=(band.x0, height - band.y1, band.x1, height - band.y0))
+                for artist in self.view_artists[row]:
+                    self.figure.draw_artist(artist)
+            self._stale_panels.clear()
             self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-            for artist in self.dynamic:
-                artist.set_animated(False)     # ... but part of the figure again for savefig
         else:
             self.canvas.restore_region(self._background)
         for artist in self.dynamic:
