@@ -1,11 +1,13 @@
 """Time one training step (forward + backward) of seqlab's RNN/LSTM/GRU against torch.nn's.
 
     python scripts/bench_rnn.py [--batch 32] [--seq 100] [--input 64] [--hidden 128] [--repeats 15]
+    python scripts/bench_rnn.py --device cuda        # on a GPU: torch.nn is cuDNN there
 
 For each model the three variants (torch.nn, seqlab's fused default, seqlab's plain autograd
 loop ``fused=False``) are timed in turn within every repeat, so that a burst of load from other
 processes hits all of them alike; the table shows medians and the ratios to torch.nn measured
-in this one run. Thread count is torch's default.
+in this one run. Thread count is torch's default. On a GPU every step ends with a
+synchronisation, so the time is the kernels' time, not only the time to queue them.
 """
 
 from __future__ import annotations
@@ -26,10 +28,13 @@ def _train_step(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
         x.grad = None
         output, _ = model(x)
         output.sum().backward()
+        if x.is_cuda:
+            torch.cuda.synchronize()
     return step
 
 
-def bench(batch: int, seq: int, input_size: int, hidden: int, repeats: int, warmup: int = 3) -> list[tuple]:
+def bench(batch: int, seq: int, input_size: int, hidden: int, repeats: int, warmup: int = 3,
+          device: str = "cpu") -> list[tuple]:
     rows = []
     for name, ours_cls, torch_cls in (("RNN", RNN, torch.nn.RNN), ("LSTM", LSTM, torch.nn.LSTM),
                                       ("GRU", GRU, torch.nn.GRU)):
@@ -40,7 +45,9 @@ def bench(batch: int, seq: int, input_size: int, hidden: int, repeats: int, warm
         plain = ours_cls(input_size, hidden)
         plain.load_state_dict(reference.state_dict())
         plain.fused = False
-        x = torch.randn(seq, batch, input_size, requires_grad=True)
+        for model in (reference, fused, plain):
+            model.to(device)
+        x = torch.randn(seq, batch, input_size, device=device, requires_grad=True)
         steps = {"torch.nn": _train_step(reference, x), "seqlab": _train_step(fused, x),
                  "seqlab plain": _train_step(plain, x)}
         times: dict[str, list[float]] = {key: [] for key in steps}
@@ -62,13 +69,18 @@ def main() -> None:
     parser.add_argument("--input", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args()
+    device = torch.device(args.device)
+    where = (torch.cuda.get_device_name(device) if device.type == "cuda"
+             else f"CPU, {torch.get_num_threads()} threads")
     print(f"forward + backward, batch {args.batch}, seq {args.seq}, input {args.input}, hidden {args.hidden}; "
-          f"torch {torch.__version__}, {torch.get_num_threads()} threads, median of {args.repeats}")
+          f"torch {torch.__version__}, {where}, median of {args.repeats}")
     header = f"{'model':6s} {'torch.nn ms':>12s} {'seqlab ms':>10s} {'ratio':>6s} {'plain loop ms':>14s} {'ratio':>6s}"
     print(header)
     print("-" * len(header))
-    for name, t_torch, t_fused, t_plain in bench(args.batch, args.seq, args.input, args.hidden, args.repeats):
+    for name, t_torch, t_fused, t_plain in bench(args.batch, args.seq, args.input, args.hidden, args.repeats,
+                                                 device=args.device):
         print(f"{name:6s} {t_torch:12.2f} {t_fused:10.2f} {t_fused / t_torch:6.2f} {t_plain:14.2f} "
               f"{t_plain / t_torch:6.2f}")
 
