@@ -192,3 +192,14 @@ def test_adding_problem_targets_and_baseline():
     assert torch.allclose((x[..., 0] * markers).sum(1), y)
     # Predicting the mean gives MSE ~ 1/6: the baseline a model must beat.
     assert abs(((y - 1.0) ** 2).mean().item() - 1 / 6) < 0.01
+
+
+def test_make_reversals_is_seeded_digits_and_their_reverse():
+    from seqlab.data import make_reversals
+
+    pairs = make_reversals(500, min_len=3, max_len=7, seed=4)
+    assert pairs == make_reversals(500, min_len=3, max_len=7, seed=4) != make_reversals(500, min_len=3, max_len=7, seed=5)
+    assert all(t == s[::-1] and s.isdigit() for s, t in pairs)
+    assert {len(s) for s, _ in pairs} == set(range(3, 8))
+    with pytest.raises(ValueError, match="need 1 <= min_len <= max_len, got min_len=5, max_len=2"):
+        make_reversals(3, min_len=5, max_len=2)

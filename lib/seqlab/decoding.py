@@ -6,11 +6,20 @@ A language model gives logits z (one per vocabulary entry). Sampling draws the n
 
 where the temperature τ sharpens (τ < 1) or flattens (τ > 1) the distribution; τ → 0 is the
 greedy argmax. Top-k keeps only the k largest logits before the softmax.
+
+An encoder-decoder model wants the most probable *whole* output instead. Choosing the likeliest
+token at every step (greedy) can miss it; :func:`beam_search` keeps the ``k`` best prefixes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import torch
+
+State = Any  # a tensor (L, n, H) or a tuple of them, e.g. an LSTM's (h, c)
 
 
 def sample_next(logits: torch.Tensor, *, temperature: float = 1.0, top_k: int | None = None,
@@ -31,3 +40,93 @@ def sample_next(logits: torch.Tensor, *, temperature: float = 1.0, top_k: int | 
     probs = torch.softmax(scaled, dim=-1)
     # multinomial on the CPU with an explicit generator gives the same draws on every machine
     return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(1).to(logits.device)
+
+
+# -- beam search ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One output of :func:`beam_search`: the tokens (no ``<bos>``, no ``<eos>``) and their log-probability.
+
+    ``log_prob`` is :math:`\\sum_t \\log p(y_t \\mid y_{<t}, x)` over the tokens *and* the final
+    ``<eos>`` when ``finished``; an unfinished hypothesis ran into ``max_len`` first.
+    """
+
+    tokens: tuple[int, ...]
+    log_prob: float
+    finished: bool
+
+    def score(self, length_penalty: float = 0.0) -> float:
+        """``log_prob / n ** length_penalty`` with ``n`` the number of steps taken (``<eos>`` included).
+
+        0 ranks by probability alone, which favours short outputs (every step multiplies by a
+        number below 1); 1 ranks by the mean log-probability per step.
+        """
+        steps = len(self.tokens) + (1 if self.finished else 0)
+        return self.log_prob / max(steps, 1) ** length_penalty
+
+
+def reorder_dim1(state: State, index: torch.Tensor) -> State:
+    """Pick rows ``index`` of a recurrent state along its batch dimension (dim 1, torch's ``h_n`` layout);
+    a tuple such as ``(h, c)`` is reordered element by element."""
+    if isinstance(state, tuple):
+        return tuple(s.index_select(1, index) for s in state)
+    return state.index_select(1, index)
+
+
+def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]], state: State, *,
+                bos_id: int, eos_id: int, beam_size: int = 4, max_len: int = 50, length_penalty: float = 0.0,
+                reorder: Callable[[State, torch.Tensor], State] = reorder_dim1) -> list[Hypothesis]:
+    """The ``beam_size`` most probable outputs of a decoder, best first, by :meth:`Hypothesis.score`.
+
+    ``step(tokens, state)`` takes the last token of each live hypothesis ``(n,)`` and their states
+    (batch ``n``) and returns log-probabilities of the next token ``(n, V)`` and the new states;
+    ``state`` is the decoder's initial state for *one* input (batch 1). At every step each of the
+    ``n <= beam_size`` live hypotheses is extended by every token, and the ``beam_size`` best
+    extensions live on; one that ends in ``<eos>`` is set aside as finished. The search stops at
+    ``max_len`` steps or, with ``length_penalty == 0`` (where a score can only fall as its
+    hypothesis grows), as soon as ``beam_size`` hypotheses have finished and no live one can
+    still beat them. Finished hypotheses rank before those cut off at ``max_len``.
+    ``beam_size=1`` is greedy decoding.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    alive: list[tuple[int, ...]] = [()]
+    alive_log_probs = torch.zeros(1)
+    finished: list[Hypothesis] = []
+    last = torch.tensor([bos_id])
+    for _ in range(max_len):
+        log_probs, state = step(last, state)                              # (n, V)
+        if log_probs.dim() != 2 or log_probs.shape[0] != len(alive):
+            raise ValueError(f"step must return log-probabilities of shape (n, V) = ({len(alive)}, V), "
+                             f"got {tuple(log_probs.shape)}")
+        candidates = (alive_log_probs[:, None] + log_probs.detach().float().cpu()).flatten()   # (n * V,)
+        vocab = log_probs.shape[1]
+        # 2 * beam_size candidates always leave beam_size that do not end in <eos>
+        top = candidates.topk(min(2 * beam_size, candidates.numel()))
+        keep_rows, keep_tokens, keep_scores = [], [], []
+        for score, flat in zip(top.values.tolist(), top.indices.tolist()):
+            row, token = divmod(flat, vocab)
+            if token == eos_id:
+                finished.append(Hypothesis(alive[row], score, True))
+            elif len(keep_rows) < beam_size:
+                keep_rows.append(row)
+                keep_tokens.append(token)
+                keep_scores.append(score)
+        alive = [alive[r] + (t,) for r, t in zip(keep_rows, keep_tokens)]
+        alive_log_probs = torch.tensor(keep_scores)
+        if not alive:
+            break
+        if len(finished) >= beam_size and length_penalty == 0:
+            kth_best = sorted((h.log_prob for h in finished), reverse=True)[beam_size - 1]
+            if max(keep_scores) <= kth_best:
+                break                                                     # no live hypothesis can catch up
+        index = torch.tensor(keep_rows, device=log_probs.device)
+        state = reorder(state, index)
+        last = torch.tensor(keep_tokens, device=log_probs.device)
+    else:
+        finished += [Hypothesis(tokens, score, False) for tokens, score in zip(alive, alive_log_probs.tolist())]
+    ranked = sorted(finished, key=lambda h: (not h.finished, -h.score(length_penalty)))
+    return ranked[:beam_size]

@@ -1,7 +1,8 @@
 """Seeded generators for the synthetic tasks of later notebooks.
 
 - :func:`make_dates`: human-readable dates -> ISO 8601 (seq2seq and attention, notebooks 7-8, 12).
-- :func:`copy_task`, :func:`reverse_task`: map a token sequence to itself or its reverse.
+- :func:`copy_task`, :func:`reverse_task`: map a token sequence to itself or its reverse;
+  :func:`make_reversals`: digit strings of many lengths and their reverses (notebooks 7-8).
 - :func:`adding_problem`: the long-range memory task of Hochreiter & Schmidhuber (1997), where a
   vanilla RNN fails once the sequence is long and an LSTM succeeds (notebooks 4-5).
 
@@ -98,6 +99,23 @@ def reverse_task(n: int, length: int, vocab_size: int = 10, *, seed: int = 0, re
     """Random token sequences and their reverses: ``(source, target)``, each (n, length)."""
     source = _random_tokens(n, length, vocab_size, seed, reserved)
     return source, source.flip(1)
+
+
+def make_reversals(n: int, *, min_len: int = 2, max_len: int = 24, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` strings of random digits, of lengths drawn uniformly from ``min_len..max_len``, each
+    paired with its reverse: ``("8312", "2138")``. The encoder-decoder's bottleneck test (notebooks 7-8):
+    every digit must pass through the encoder's final state, and the first one read is the last written.
+    """
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
+    if n < 0:
+        raise ValueError(f"n must be non-negative, got {n}")
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(min_len, max_len)))
+        pairs.append((digits, digits[::-1]))
+    return pairs
 
 
 def adding_problem(n: int, length: int, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

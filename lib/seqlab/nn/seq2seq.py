@@ -1,0 +1,185 @@
+r"""The encoder-decoder (sequence-to-sequence) model of Sutskever et al. (2014) and Cho et al. (2014).
+
+An **encoder** RNN reads the source :math:`x_1 \dots x_S` and its final state becomes the
+decoder's initial state, the one fixed-size vector through which everything about the source
+must pass:
+
+.. math::
+
+    h_s = f(h_{s-1}, x_s), \qquad c = h_S
+
+A **decoder** RNN, started from :math:`s_0 = c`, writes the target one token at a time, each
+step reading the token before it (:math:`y_0` = ``<bos>``):
+
+.. math::
+
+    s_t = g(s_{t-1}, y_{t-1}), \qquad p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W s_t + b)
+
+and stops when it writes ``<eos>``. Training feeds the *true* previous token (teacher forcing,
+:class:`~seqlab.data.pairs.PairBatches`); decoding feeds its own choices, greedily
+(:meth:`Seq2Seq.greedy`) or with :func:`~seqlab.decoding.beam_search` (:meth:`Seq2Seq.beam`).
+``f`` and ``g`` are seqlab's own from-scratch GRU, LSTM or RNN layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab.data.batching import pad_sequences
+from seqlab.data.tagging import IGNORE_INDEX
+from seqlab.decoding import Hypothesis, State, beam_search
+from seqlab.nn.charlm import recurrent_layer
+from seqlab.nn.readout import _check_ids
+
+
+@dataclass
+class Seq2SeqConfig:
+    src_vocab_size: int
+    tgt_vocab_size: int
+    cell: str = "gru"            # 'gru', 'lstm' or 'rnn', for both encoder and decoder
+    embed_size: int = 32
+    hidden_size: int = 128
+    num_layers: int = 1
+    pad_id: int = 0              # the ids of seqlab.data.pairs.PAIR_SPECIALS
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Encoder(nn.Module):
+    """Source ids ``(B, S)`` and lengths ``(B,)`` -> outputs ``(B, S, H)`` and the final state.
+
+    The final state is taken after each sequence's *own* last token (padding never enters it).
+    """
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        self.embed = nn.Embedding(config.src_vocab_size, config.embed_size, padding_idx=config.pad_id)
+        self.rnn = recurrent_layer(config.cell, config.embed_size, config.hidden_size, config.num_layers)
+
+    def forward(self, src: Tensor, lengths: Tensor | Sequence[int] | None = None) -> tuple[Tensor, State]:
+        lengths = _check_ids("Encoder", src, lengths)
+        outputs, state = self.rnn(self.embed(src), lengths=lengths)     # (B, S, H); (L, B, H) or (h, c)
+        return outputs, state
+
+
+class Decoder(nn.Module):
+    """Previous target ids ``(B, T)`` and a state -> next-token logits ``(B, T, V)`` and the new state."""
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        self.embed = nn.Embedding(config.tgt_vocab_size, config.embed_size, padding_idx=config.pad_id)
+        self.rnn = recurrent_layer(config.cell, config.embed_size, config.hidden_size, config.num_layers)
+        self.head = nn.Linear(config.hidden_size, config.tgt_vocab_size)
+
+    def forward(self, tgt_in: Tensor, state: State) -> tuple[Tensor, State]:
+        _check_ids("Decoder", tgt_in, None)
+        outputs, state = self.rnn(self.embed(tgt_in), state)             # (B, T, H)
+        return self.head(outputs), state                                  # (B, T, V)
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder with a fixed-size bottleneck: the encoder's final state starts the decoder.
+
+    ``forward(src, src_lengths, tgt_in)`` returns the logits ``(B, T, V)`` of teacher-forced
+    decoding (for :func:`seq2seq_loss`); :meth:`greedy` and :meth:`beam` translate.
+    """
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        self.config = config
+        self.encoder = Encoder(config)
+        self.decoder = Decoder(config)
+
+    def forward(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor) -> Tensor:
+        _, context = self.encoder(src, src_lengths)                       # c = h_S: the bottleneck
+        _check_ids("Seq2Seq", tgt_in, None)
+        if tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(f"src and tgt_in must hold the same number of sequences, got {src.shape[0]} "
+                             f"and {tgt_in.shape[0]}")
+        logits, _ = self.decoder(tgt_in, context)
+        return logits
+
+    def _step(self, tokens: Tensor, state: State) -> tuple[Tensor, State]:
+        """One decoder step for tokens ``(n,)``: log-probabilities ``(n, V)`` of the next token and the new state."""
+        logits, state = self.decoder(tokens[:, None], state)
+        return F.log_softmax(logits[:, 0].float(), dim=-1), state
+
+    @torch.no_grad()
+    def greedy(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None = None, *,
+               max_len: int = 50) -> list[Tensor]:
+        """Translate a batch, taking the likeliest token at each step: one 1-D tensor of ids per
+        source, without ``<eos>`` (and cut at ``max_len`` tokens if ``<eos>`` never comes)."""
+        _, state = self.encoder(src, src_lengths)
+        batch = src.shape[0]
+        tokens = torch.full((batch,), self.config.bos_id, dtype=torch.long, device=src.device)
+        written = torch.empty(batch, 0, dtype=torch.long, device=src.device)
+        done = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            log_probs, state = self._step(tokens, state)
+            tokens = log_probs.argmax(dim=-1)                              # (B,)
+            done_before = done.clone()
+            done |= tokens == self.config.eos_id
+            written = torch.cat([written, tokens.masked_fill(done_before, self.config.pad_id)[:, None]], dim=1)
+            if done.all():
+                break
+        outputs = []
+        for row in written.cpu():
+            ends = (row == self.config.eos_id).nonzero()
+            outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
+        return outputs
+
+    @torch.no_grad()
+    def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
+             length_penalty: float = 0.0) -> list[Hypothesis]:
+        """The ``beam_size`` best translations of *one* source ``(S,)``, best first (see
+        :func:`~seqlab.decoding.beam_search`)."""
+        if not isinstance(src, Tensor) or src.dim() != 1:
+            shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
+            raise ValueError(f"beam translates one source: expected ids of shape (S,), got {shape}")
+        _, state = self.encoder(src[None])
+        return beam_search(self._step, state, bos_id=self.config.bos_id, eos_id=self.config.eos_id,
+                           beam_size=beam_size, max_len=max_len, length_penalty=length_penalty)
+
+    @torch.no_grad()
+    def log_prob(self, src: Tensor, target: Tensor) -> float:
+        """:math:`\\log p(y \\mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included."""
+        c = self.config
+        tgt_in = torch.cat([target.new_tensor([c.bos_id]), target])[None]
+        tgt_out = torch.cat([target, target.new_tensor([c.eos_id])])
+        log_probs = F.log_softmax(self(src[None], None, tgt_in)[0].float(), dim=-1)     # (T+1, V)
+        return float(log_probs.gather(1, tgt_out[:, None]).sum())
+
+
+@torch.no_grad()
+def translate(model: Seq2Seq, sources: Sequence[Tensor], *, batch_size: int = 500, max_len: int = 50) -> list[Tensor]:
+    """Greedy translations of many sources (1-D id tensors), in their order, ``batch_size`` at a time."""
+    device = next(model.parameters()).device
+    outputs: list[Tensor] = []
+    for start in range(0, len(sources), batch_size):
+        src, lengths = pad_sequences(sources[start:start + batch_size], model.config.pad_id)
+        outputs += model.greedy(src.to(device), lengths, max_len=max_len)
+    return outputs
+
+
+def seq2seq_loss(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
+    """Mean cross-entropy of the next target token over the real (non-padded) target positions.
+
+    ``batch`` is ``(src, src_lengths, tgt_in, tgt_out)`` from :class:`~seqlab.data.pairs.PairBatches`.
+    """
+    if not (isinstance(batch, (tuple, list)) and len(batch) == 4):
+        raise ValueError("seq2seq_loss expects batches (src, src_lengths, tgt_in, tgt_out) from PairBatches, "
+                         f"got {type(batch).__name__} of length {len(batch) if hasattr(batch, '__len__') else '?'}")
+    src, src_lengths, tgt_in, tgt_out = batch
+    logits = model(src, src_lengths, tgt_in)
+    if logits.shape[:2] != tgt_out.shape:
+        raise ValueError(f"seq2seq_loss expects logits of shape (B, T, V) = ({tgt_out.shape[0]}, {tgt_out.shape[1]}, V), "
+                         f"got {tuple(logits.shape)}")
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=IGNORE_INDEX)
