@@ -15,7 +15,12 @@ step reading the token before it (:math:`y_0` = ``<bos>``):
 
     s_t = g(s_{t-1}, y_{t-1}), \qquad p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W s_t + b)
 
-and stops when it writes ``<eos>``. Training feeds the *true* previous token (teacher forcing,
+and stops when it writes ``<eos>``. With ``attention=`` (notebook 8) the decoder also looks back at
+every encoder state: it scores each :math:`h_j` against :math:`s_t`
+(:class:`~seqlab.nn.attention.Attention`), reads their weighted sum :math:`c_t`, and predicts from
+the *attentional state* :math:`\tilde s_t = \tanh(W_c [c_t; s_t])` instead of :math:`s_t` (Luong et
+al., 2015; Bahdanau et al., 2015 score :math:`s_{t-1}` and feed :math:`c_t` into the RNN instead,
+the same idea wired differently). Training feeds the *true* previous token (teacher forcing,
 :class:`~seqlab.data.pairs.PairBatches`); decoding feeds its own choices, greedily
 (:meth:`Seq2Seq.greedy`) or with :func:`~seqlab.decoding.beam_search` (:meth:`Seq2Seq.beam`).
 ``f`` and ``g`` are seqlab's own from-scratch GRU, LSTM or RNN layers.
@@ -33,6 +38,7 @@ from torch import Tensor, nn
 from seqlab.data.batching import pad_sequences
 from seqlab.data.tagging import IGNORE_INDEX
 from seqlab.decoding import Hypothesis, State, beam_search
+from seqlab.nn.attention import Attention, length_mask
 from seqlab.nn.charlm import recurrent_layer
 from seqlab.nn.readout import _check_ids
 
@@ -45,6 +51,7 @@ class Seq2SeqConfig:
     embed_size: int = 32
     hidden_size: int = 128
     num_layers: int = 1
+    attention: str | None = None  # None: the fixed-vector model; else a score of seqlab.nn.attention.SCORES
     pad_id: int = 0              # the ids of seqlab.data.pairs.PAIR_SPECIALS
     bos_id: int = 1
     eos_id: int = 2
@@ -71,25 +78,42 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Previous target ids ``(B, T)`` and a state -> next-token logits ``(B, T, V)`` and the new state."""
+    """Previous target ids ``(B, T)`` and a state -> next-token logits ``(B, T, V)`` and the new state.
+
+    With attention, ``memory`` (the encoder outputs ``(B, S, H)``) and its ``mask`` ``(B, S)`` are
+    needed too, and ``return_attention=True`` adds the weights ``(B, T, S)`` to what it returns.
+    """
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
+        H = config.hidden_size
         self.embed = nn.Embedding(config.tgt_vocab_size, config.embed_size, padding_idx=config.pad_id)
-        self.rnn = recurrent_layer(config.cell, config.embed_size, config.hidden_size, config.num_layers)
-        self.head = nn.Linear(config.hidden_size, config.tgt_vocab_size)
+        self.rnn = recurrent_layer(config.cell, config.embed_size, H, config.num_layers)
+        self.attention = Attention(config.attention, H, H) if config.attention else None
+        self.combine = nn.Linear(2 * H, H) if config.attention else None   # W_c of s~_t = tanh(W_c [c_t; s_t])
+        self.head = nn.Linear(H, config.tgt_vocab_size)
 
-    def forward(self, tgt_in: Tensor, state: State) -> tuple[Tensor, State]:
+    def forward(self, tgt_in: Tensor, state: State, memory: Tensor | None = None, mask: Tensor | None = None,
+                *, return_attention: bool = False) -> tuple:
         _check_ids("Decoder", tgt_in, None)
-        outputs, state = self.rnn(self.embed(tgt_in), state)             # (B, T, H)
-        return self.head(outputs), state                                  # (B, T, V)
+        outputs, state = self.rnn(self.embed(tgt_in), state)             # s_t: (B, T, H)
+        weights = None
+        if self.attention is not None:
+            if memory is None:
+                raise ValueError("this decoder attends: pass the encoder outputs (B, S, H) as memory")
+            context, weights = self.attention(outputs, memory, mask)     # c_t (B, T, H), a_tj (B, T, S)
+            outputs = torch.tanh(self.combine(torch.cat([context, outputs], dim=-1)))   # s~_t
+        logits = self.head(outputs)                                       # (B, T, V)
+        return (logits, state, weights) if return_attention else (logits, state)
 
 
 class Seq2Seq(nn.Module):
-    """Encoder-decoder with a fixed-size bottleneck: the encoder's final state starts the decoder.
+    """Encoder-decoder: the encoder's final state starts the decoder (and, with ``config.attention``,
+    the decoder also attends to every encoder output).
 
     ``forward(src, src_lengths, tgt_in)`` returns the logits ``(B, T, V)`` of teacher-forced
-    decoding (for :func:`seq2seq_loss`); :meth:`greedy` and :meth:`beam` translate.
+    decoding (for :func:`seq2seq_loss`); :meth:`greedy` and :meth:`beam` translate;
+    :meth:`alignment` gives the attention weights of one translation.
     """
 
     def __init__(self, config: Seq2SeqConfig):
@@ -98,18 +122,28 @@ class Seq2Seq(nn.Module):
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
 
-    def forward(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor) -> Tensor:
-        _, context = self.encoder(src, src_lengths)                       # c = h_S: the bottleneck
+    def encode(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None) -> tuple[Tensor, Tensor | None, State]:
+        """Encoder outputs ``(B, S, H)``, their mask ``(B, S)`` (None without lengths) and final state."""
+        memory, context = self.encoder(src, src_lengths)                  # context = h_S: the bottleneck
+        return memory, length_mask(src_lengths, src.shape[1], src.device), context
+
+    def forward(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor, *,
+                return_attention: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        memory, mask, context = self.encode(src, src_lengths)
         _check_ids("Seq2Seq", tgt_in, None)
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"src and tgt_in must hold the same number of sequences, got {src.shape[0]} "
                              f"and {tgt_in.shape[0]}")
-        logits, _ = self.decoder(tgt_in, context)
+        logits, _, weights = self.decoder(tgt_in, context, memory, mask, return_attention=True)
+        if return_attention:
+            if weights is None:
+                raise ValueError("this model has no attention (Seq2SeqConfig(attention=None)): no weights to return")
+            return logits, weights
         return logits
 
-    def _step(self, tokens: Tensor, state: State) -> tuple[Tensor, State]:
+    def _step(self, tokens: Tensor, state: State, memory: Tensor, mask: Tensor | None) -> tuple[Tensor, State]:
         """One decoder step for tokens ``(n,)``: log-probabilities ``(n, V)`` of the next token and the new state."""
-        logits, state = self.decoder(tokens[:, None], state)
+        logits, state = self.decoder(tokens[:, None], state, memory, mask)
         return F.log_softmax(logits[:, 0].float(), dim=-1), state
 
     @torch.no_grad()
@@ -117,13 +151,13 @@ class Seq2Seq(nn.Module):
                max_len: int = 50) -> list[Tensor]:
         """Translate a batch, taking the likeliest token at each step: one 1-D tensor of ids per
         source, without ``<eos>`` (and cut at ``max_len`` tokens if ``<eos>`` never comes)."""
-        _, state = self.encoder(src, src_lengths)
+        memory, mask, state = self.encode(src, src_lengths)
         batch = src.shape[0]
         tokens = torch.full((batch,), self.config.bos_id, dtype=torch.long, device=src.device)
         written = torch.empty(batch, 0, dtype=torch.long, device=src.device)
         done = torch.zeros(batch, dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            log_probs, state = self._step(tokens, state)
+            log_probs, state = self._step(tokens, state, memory, mask)
             tokens = log_probs.argmax(dim=-1)                              # (B,)
             done_before = done.clone()
             done |= tokens == self.config.eos_id
@@ -144,9 +178,22 @@ class Seq2Seq(nn.Module):
         if not isinstance(src, Tensor) or src.dim() != 1:
             shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
             raise ValueError(f"beam translates one source: expected ids of shape (S,), got {shape}")
-        _, state = self.encoder(src[None])
-        return beam_search(self._step, state, bos_id=self.config.bos_id, eos_id=self.config.eos_id,
+        memory, _, state = self.encode(src[None], None)                   # memory (1, S, H)
+
+        def step(tokens: Tensor, state: State) -> tuple[Tensor, State]:   # the same source for every hypothesis
+            return self._step(tokens, state, memory.expand(len(tokens), -1, -1), None)
+
+        return beam_search(step, state, bos_id=self.config.bos_id, eos_id=self.config.eos_id,
                            beam_size=beam_size, max_len=max_len, length_penalty=length_penalty)
+
+    @torch.no_grad()
+    def alignment(self, src: Tensor, output: Tensor) -> Tensor:
+        """Attention weights ``(T+1, S)`` while writing ``output`` ``(T,)`` then ``<eos>`` for one source
+        ``(S,)``: row ``t`` says where the decoder looked when it wrote output token ``t``."""
+        c = self.config
+        tgt_in = torch.cat([output.new_tensor([c.bos_id]), output])[None]
+        _, weights = self(src[None], None, tgt_in, return_attention=True)
+        return weights[0]
 
     @torch.no_grad()
     def log_prob(self, src: Tensor, target: Tensor) -> float:
