@@ -1,0 +1,70 @@
+"""Notebook 08's exercises: typical wrong answers get the hint that names what is wrong."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from seqlab.exercises import EXERCISES, check
+from seqlab.metrics import modified_precision
+from seqlab.nn.attention import Attention
+
+
+def message(name, fn) -> str:
+    result = check(name, fn)
+    assert not result
+    return repr(result)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda s, H: (H @ s, torch.softmax(H @ s, 0) @ H), "those are the scores"),
+    (lambda s, H: ((H @ s) / (H @ s).sum(), torch.softmax(H @ s, 0) @ H), "divide the *exponentials*"),
+    (lambda s, H: (torch.softmax(H @ s, 0), (H @ s) @ H), "not by the raw scores"),
+    (lambda s, H: (torch.softmax(H @ s, 0), H.mean(0)), "plain mean"),
+    (lambda s, H: torch.softmax(H @ s, 0), "return a pair of tensors"),
+])
+def test_attend_hints(wrong, hint):
+    assert hint in message("attend", wrong)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda e, m: torch.softmax(e.masked_fill(~m, 0.0), -1), "Use -inf"),
+    (lambda e, m: torch.softmax(e.masked_fill(m, float("-inf")), -1), "blank out where it is False"),
+    (lambda e, m: torch.softmax(e, -1) * m, "mask the scores before it"),
+    (lambda e, m: torch.softmax(e.masked_fill(~m, float("-inf")), 0), "the last dimension"),
+])
+def test_masked_softmax_hints(wrong, hint):
+    assert hint in message("masked_softmax", wrong)
+
+
+def unclipped(candidate, reference, n):
+    grams = lambda t: Counter(tuple(t[i:i + n]) for i in range(len(t) - n + 1))
+    c, r = grams(candidate), grams(reference)
+    return sum(v for g, v in c.items() if g in r), sum(c.values())
+
+
+def distinct(candidate, reference, n):
+    grams = lambda t: {tuple(t[i:i + n]) for i in range(len(t) - n + 1)}
+    return len(grams(candidate) & grams(reference)), len(grams(candidate))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (unclipped, "clip each n-gram's count"),
+    (distinct, "count every occurrence"),
+    (lambda c, r, n: (modified_precision(c, [r], n)[0], len(c)), "n-grams of order n"),
+])
+def test_modified_precision_hints(wrong, hint):
+    assert hint in message("modified_precision", wrong)
+
+
+def test_references_agree_with_the_library():
+    s, H = torch.randn(5, dtype=torch.float64), torch.randn(7, 5, dtype=torch.float64)
+    weights, context = EXERCISES["attend"].reference(s, H)
+    lib_context, lib_weights = Attention("dot", 5, 5).double()(s[None, None], H[None])
+    assert torch.allclose(weights, lib_weights[0, 0]) and torch.allclose(context, lib_context[0, 0])
+    candidate, reference = "a a b a a b".split(), "a a b b".split()
+    for n in (1, 2, 3):
+        assert EXERCISES["modified_precision"].reference(candidate, reference, n) == \
+            modified_precision(candidate, [reference], n)
