@@ -1,0 +1,60 @@
+"""The self-attention stepper: its stages are seqlab's SelfAttention, one matrix at a time."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from seqlab.nn.self_attention import SelfAttention
+from seqlab.widgets import AttentionStepper, attention_steps, draw_attention_stage
+from seqlab.widgets.stepper import STAGES
+
+X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+W_V = np.array([[1.0, 0.0], [1.0, 1.0]])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_stages_compute_what_self_attention_computes(causal):
+    rng = np.random.default_rng(0)
+    X4, W_q, W_k, W_v = rng.normal(size=(5, 4)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    steps = attention_steps(X4, W_q, W_k, W_v, causal=causal)
+    head = SelfAttention(4, 3, 2, causal=causal).double()
+    with torch.no_grad():                        # torch stores the transposes (see seqlab.nn.self_attention)
+        head.W_q.weight.copy_(torch.tensor(W_q.T)); head.W_k.weight.copy_(torch.tensor(W_k.T))
+        head.W_v.weight.copy_(torch.tensor(W_v.T))
+    with torch.no_grad():
+        z, weights = head(torch.tensor(X4)[None], return_weights=True)
+    np.testing.assert_allclose(steps.Z, z[0].numpy(), atol=1e-12)
+    np.testing.assert_allclose(steps.weights, weights[0].numpy(), atol=1e-12)
+    np.testing.assert_allclose(steps.scaled, steps.scores / np.sqrt(3))
+    assert np.isneginf(steps.masked[np.triu_indices(5, 1)]).all() == causal
+
+
+def test_the_i_like_pizza_example():
+    steps = attention_steps(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"])
+    np.testing.assert_allclose(steps.scores, [[1, 0, 1], [0, 1, 1], [1, 1, 2]])
+    np.testing.assert_allclose(steps.weights, [[0.401, 0.198, 0.401], [0.198, 0.401, 0.401], [0.248, 0.248, 0.503]],
+                               atol=1e-3)
+
+
+def test_every_stage_draws_and_the_widget_redraws_on_each_control():
+    steps = attention_steps(X, np.eye(2), np.eye(2), W_V, causal=True)
+    for stage in range(len(STAGES)):
+        fig = draw_attention_stage(steps, stage)
+        assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) in (2, 3, 4)
+    stepper = AttentionStepper(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"])
+    before = stepper.live.image.value
+    stepper.stage.value = 3
+    stepper.causal.value = True
+    assert stepper.redraws == 3 and stepper.live.image.value != before and "masked" in stepper.stage_name.value
+
+
+def test_errors_name_the_shapes():
+    with pytest.raises(ValueError, match=r"W_k must have shape \(2, d\) to multiply X \(3, 2\), got \(3, 2\)"):
+        attention_steps(X, np.eye(2), np.ones((3, 2)), W_V)
+    with pytest.raises(ValueError, match=r"one token label per row of X: got 2 labels for 3 rows"):
+        AttentionStepper(X, np.eye(2), np.eye(2), W_V, tokens=["a", "b"])
+    with pytest.raises(ValueError, match=r"stage must be in 0..5"):
+        draw_attention_stage(attention_steps(X, np.eye(2), np.eye(2), W_V), 6)
