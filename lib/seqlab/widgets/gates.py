@@ -31,13 +31,12 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import Bbox, ScaledTranslation, blended_transform_factory
 
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.live import LiveFigure
+from seqlab.widgets.live import LiveFigure, PNGFigure
 
 if TYPE_CHECKING:
     from seqlab.data import Vocab
@@ -190,18 +189,8 @@ def _check_view(record: GateRecord, gate: str, units: tuple[int, int], step: int
 # draw
 # ================================================================================================
 
-class GateFigure(Figure):
-    """A matplotlib Figure that shows itself as a PNG when it is a notebook cell's value.
-
-    It is not registered with pyplot (no duplicate picture at the end of the cell, no leak in
-    ``plt.get_fignums()``), so it brings its own ``_repr_png_`` for when the inline backend has
-    not been loaded.
-    """
-
-    def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", dpi=self.dpi)
-        return buffer.getvalue()
+class GateFigure(PNGFigure):
+    """The gate explorer's figure (a :class:`~seqlab.widgets.live.PNGFigure`)."""
 
 
 class GatePlot:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 import ipywidgets as widgets
 import matplotlib
+from matplotlib.figure import Figure
 
 from seqlab.notebook import FIGURE_DPI
 
@@ -31,6 +32,20 @@ def figure_to_png(fig: matplotlib.figure.Figure, dpi: int = FIGURE_DPI) -> bytes
     fig.savefig(buffer, format="png", dpi=dpi)
     plt.close(fig)
     return buffer.getvalue()
+
+
+class PNGFigure(Figure):
+    """A matplotlib Figure that shows itself as a PNG when it is a notebook cell's value.
+
+    It is not registered with pyplot (no duplicate picture at the end of the cell, no leak in
+    ``plt.get_fignums()``), so it brings its own ``_repr_png_``: IPython shows a plain Figure as
+    a picture only when pyplot's inline backend made it.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=self.dpi)
+        return buffer.getvalue()
 
 
 class LiveFigure:

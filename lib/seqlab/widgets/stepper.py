@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.live import LiveFigure
+from seqlab.widgets.live import LiveFigure, PNGFigure
 
 STAGES = ("Q, K, V", "scores", "scaled", "masked", "softmax", "output")
 
@@ -91,7 +91,6 @@ def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
         raise ValueError(f"stage must be in 0..{len(STAGES) - 1} ({', '.join(STAGES)}), got {stage}")
     t, n = steps.tokens, len(steps.tokens)
     d_k = steps.Q.shape[1]
-    fig = Figure(figsize=(10, 2.9), dpi=FIGURE_DPI, facecolor="white")   # not pyplot's: redraws leak nothing
     lim = max(1.0, float(np.nanmax(np.abs(np.where(np.isfinite(steps.masked), steps.scores, 0)))))
     panels: list[tuple] = []
     if stage == 0:
@@ -111,11 +110,14 @@ def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
                    else "4. no mask (tick 'causal' to hide later tokens from each query)")
     elif stage == 4:
         panels = [(steps.masked, "masked", t, list(t)), (steps.weights, "A = softmax(row by row)", t, list(t))]
-        caption = "5. softmax along each row: the weights are positive and each row sums to 1"
+        caption = "5. softmax along each row: no weight is negative and each row sums to 1"
     else:
         panels = [(steps.weights, "A", t, list(t)), (steps.V, "V", t, None), (steps.Z, "Z = A V", t, None)]
         caption = "6. each output row is the weighted average of the value rows"
-    axes = fig.subplots(1, len(panels), gridspec_kw=dict(width_ratios=[max(p[0].shape[1], 1.5) for p in panels]))
+    widths = [max(p[0].shape[1], 1.5) for p in panels]
+    fig = PNGFigure(figsize=(max(6.5, 0.95 * sum(widths) + 0.9 * len(panels)), 2.9), dpi=FIGURE_DPI,
+                    facecolor="white")                   # not pyplot's: redraws leak nothing
+    axes = fig.subplots(1, len(panels), gridspec_kw=dict(width_ratios=widths))
     for ax, (values, title, rows, cols) in zip(np.atleast_1d(axes), panels):
         is_weights = values is steps.weights
         _matrix(ax, values, title, rows, cols, cmap="Oranges" if is_weights else "Blues",
