@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.data.batching import pad_sequences
+from seqlab.data.pairs import teacher_forcing
 from seqlab.data.tagging import IGNORE_INDEX
 from seqlab.decoding import Hypothesis, State, beam_search
 from seqlab.nn.attention import Attention, length_mask
@@ -154,18 +155,17 @@ class Seq2Seq(nn.Module):
         memory, mask, state = self.encode(src, src_lengths)
         batch = src.shape[0]
         tokens = torch.full((batch,), self.config.bos_id, dtype=torch.long, device=src.device)
-        written = torch.empty(batch, 0, dtype=torch.long, device=src.device)
+        written = []
         done = torch.zeros(batch, dtype=torch.bool, device=src.device)
         for _ in range(max_len):
             log_probs, state = self._step(tokens, state, memory, mask)
             tokens = log_probs.argmax(dim=-1)                              # (B,)
-            done_before = done.clone()
+            written.append(tokens)
             done |= tokens == self.config.eos_id
-            written = torch.cat([written, tokens.masked_fill(done_before, self.config.pad_id)[:, None]], dim=1)
-            if done.all():
+            if done.all():                                                 # what follows an <eos> is cut below
                 break
         outputs = []
-        for row in written.cpu():
+        for row in torch.stack(written, dim=1).cpu():                     # (B, steps)
             ends = (row == self.config.eos_id).nonzero()
             outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
         return outputs
@@ -190,18 +190,15 @@ class Seq2Seq(nn.Module):
     def alignment(self, src: Tensor, output: Tensor) -> Tensor:
         """Attention weights ``(T+1, S)`` while writing ``output`` ``(T,)`` then ``<eos>`` for one source
         ``(S,)``: row ``t`` says where the decoder looked when it wrote output token ``t``."""
-        c = self.config
-        tgt_in = torch.cat([output.new_tensor([c.bos_id]), output])[None]
-        _, weights = self(src[None], None, tgt_in, return_attention=True)
+        tgt_in, _ = teacher_forcing(output, self.config.bos_id, self.config.eos_id)
+        _, weights = self(src[None], None, tgt_in[None], return_attention=True)
         return weights[0]
 
     @torch.no_grad()
     def log_prob(self, src: Tensor, target: Tensor) -> float:
         """:math:`\\log p(y \\mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included."""
-        c = self.config
-        tgt_in = torch.cat([target.new_tensor([c.bos_id]), target])[None]
-        tgt_out = torch.cat([target, target.new_tensor([c.eos_id])])
-        log_probs = F.log_softmax(self(src[None], None, tgt_in)[0].float(), dim=-1)     # (T+1, V)
+        tgt_in, tgt_out = teacher_forcing(target, self.config.bos_id, self.config.eos_id)
+        log_probs = F.log_softmax(self(src[None], None, tgt_in[None])[0].float(), dim=-1)     # (T+1, V)
         return float(log_probs.gather(1, tgt_out[:, None]).sum())
 
 
