@@ -23,6 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+from torch import Tensor
+
 
 @dataclass(frozen=True)
 class Case:
@@ -125,3 +128,24 @@ def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
                                             f"got {_short(got)}.\n   Hint: {hint}", number)
     return CheckResult(name, True, f"✅ {name}: all {len(ex.cases)} checks pass.")
+
+
+# -- helpers for exercises on tensors ---------------------------------------------------------------
+def randn64(*shape: int, seed: int) -> Tensor:
+    """A float64 tensor of standard normal numbers, the same for a given seed on every machine."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def tensors_close(got: Any, expected: Tensor, *, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """``got`` is a tensor of ``expected``'s shape and within ``torch.allclose``'s tolerances of it."""
+    return (isinstance(got, Tensor) and got.shape == expected.shape
+            and bool(torch.allclose(got.to(expected.dtype), expected, rtol=rtol, atol=atol)))
+
+
+def tensor_hint(got: Any, expected: Tensor) -> str | None:
+    """The hint for a result that is not a tensor, or not of the expected shape (else None)."""
+    if not isinstance(got, Tensor):
+        return f"return a torch.Tensor, not a {type(got).__name__}."
+    if got.shape != expected.shape:
+        return f"the result should have shape {tuple(expected.shape)}, got {tuple(got.shape)}."
+    return None

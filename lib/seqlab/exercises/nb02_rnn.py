@@ -7,24 +7,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, register
+from seqlab.exercises._core import Case, Exercise, randn64, register, tensor_hint, tensors_close
 
 
-def _randn(*shape: int, seed: int) -> Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+_randn, _tensor_hint = randn64, tensor_hint
 
 
 def _same_tensor(got: Any, expected: Tensor) -> bool:
-    return (isinstance(got, Tensor) and got.shape == expected.shape
-            and bool(torch.allclose(got.to(expected.dtype), expected, rtol=1e-6, atol=1e-9, equal_nan=False)))
-
-
-def _tensor_hint(got: Any, expected: Tensor) -> str | None:
-    if not isinstance(got, Tensor):
-        return f"return a torch.Tensor, not a {type(got).__name__}."
-    if got.shape != expected.shape:
-        return f"the result should have shape {tuple(expected.shape)}, got {tuple(got.shape)}."
-    return None
+    return tensors_close(got, expected, rtol=1e-6, atol=1e-9)
 
 
 # -- 1. one step of the RNN cell ----------------------------------------------------------------

@@ -8,24 +8,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, register
+from seqlab.exercises._core import Case, Exercise, randn64, register, tensor_hint, tensors_close
 
 
-def _randn(*shape: int, seed: int) -> Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+_randn, _shape_hint = randn64, tensor_hint
 
 
 def _close(a: Any, b: Tensor) -> bool:
-    return (isinstance(a, Tensor) and a.shape == b.shape
-            and bool(torch.allclose(a.to(b.dtype), b, atol=1e-9, equal_nan=False)))
-
-
-def _shape_hint(got: Any, expected: Tensor) -> str | None:
-    if not isinstance(got, Tensor):
-        return f"return a torch.Tensor, not a {type(got).__name__}."
-    if got.shape != expected.shape:
-        return f"the result should have shape {tuple(expected.shape)}, got {tuple(got.shape)}."
-    return None
+    return tensors_close(a, b, atol=1e-9)
 
 
 # -- 1. the scaled softmax --------------------------------------------------------------------------
