@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.nn.attention import SCORES, Attention, length_mask
+from seqlab.nn.attention import SCORES, Attention
+from seqlab.nn.masks import padding_mask
 from seqlab.nn.seq2seq import Seq2Seq, Seq2SeqConfig
 
 
@@ -45,7 +46,7 @@ def test_each_score_is_its_formula():
 
 def test_scaled_matches_torchs_scaled_dot_product_attention():
     q, k = randn(2, 4, 8, seed=5), randn(2, 6, 8, seed=6)
-    mask = length_mask(torch.tensor([6, 3]), 6)
+    mask = padding_mask(torch.tensor([6, 3]), 6)
     context, _ = Attention("scaled", 8, 8)(q, k, mask)
     reference = F.scaled_dot_product_attention(q, k, k, attn_mask=mask[:, None, :])
     assert torch.allclose(context, reference, atol=1e-6)
@@ -54,13 +55,11 @@ def test_scaled_matches_torchs_scaled_dot_product_attention():
 def test_padding_gets_zero_weight_and_changes_nothing():
     attention = Attention("dot", 4, 4)
     q, memory = randn(2, 3, 4, seed=7), randn(2, 5, 4, seed=8)
-    mask = length_mask(torch.tensor([5, 2]), 5)
+    mask = padding_mask(torch.tensor([5, 2]), 5)
     context, weights = attention(q, memory, mask)
     assert (weights[1, :, 2:] == 0).all()
     alone, _ = attention(q[1:], memory[1:, :2])
     assert torch.allclose(context[1], alone[0], atol=1e-6)
-    assert length_mask(None, 5) is None and length_mask(torch.tensor([1, 3]), 3).tolist() == [[True, False, False],
-                                                                                              [True, True, True]]
 
 
 def test_attention_errors_are_clear():
@@ -75,8 +74,6 @@ def test_attention_errors_are_clear():
         attention(torch.zeros(2, 3, 4), torch.zeros(3, 7, 6))
     with pytest.raises(ValueError, match=r"boolean mask of shape \(2, 7\).*got torch.int64 of shape \(2, 7\)"):
         attention(torch.zeros(2, 3, 4), torch.zeros(2, 7, 6), torch.ones(2, 7, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"rows \[1\] are all padding"):
-        attention(torch.zeros(2, 3, 4), torch.zeros(2, 7, 6), length_mask(torch.tensor([7, 0]), 7))
 
 
 @pytest.mark.parametrize("score", SCORES)
@@ -104,3 +101,15 @@ def test_a_model_without_attention_says_so():
     with pytest.raises(ValueError, match=r"this model has no attention"):
         model.alignment(torch.tensor([3, 4]), torch.tensor([4, 3]))
     assert math.isfinite(model.log_prob(torch.tensor([3, 4]), torch.tensor([4, 3])))
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_an_all_padding_memory_reads_nothing_and_stays_finite(score):
+    torch.manual_seed(0)
+    attention = Attention(score, 4, 4)
+    q, memory = randn(2, 3, 4, seed=9).requires_grad_(), randn(2, 7, 4, seed=10).requires_grad_()
+    context, weights = attention(q, memory, padding_mask(torch.tensor([7, 0]), 7))
+    assert (weights[1] == 0).all() and (context[1] == 0).all()
+    assert torch.allclose(weights[0].sum(-1), torch.ones(3))
+    context.sum().backward()
+    assert torch.isfinite(q.grad).all() and torch.isfinite(memory.grad).all()

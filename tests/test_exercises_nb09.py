@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqlab.exercises import EXERCISES, check
-from seqlab.nn.self_attention import causal_mask
+from seqlab.nn.masks import causal_mask
 
 
 def message(name, fn) -> str:

@@ -1,4 +1,4 @@
-"""seqlab.nn.self_attention against torch's scaled_dot_product_attention and nn.MultiheadAttention (one head)."""
+"""seqlab.nn.self_attention and seqlab.nn.attention.attend against torch's scaled_dot_product_attention and nn.MultiheadAttention (one head)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.nn.self_attention import SelfAttention, causal_mask, scaled_dot_product_attention
+from seqlab.nn.attention import attend
+from seqlab.nn.masks import causal_mask
+from seqlab.nn.self_attention import SelfAttention
 
 
 def randn(*shape, seed=0):
@@ -16,7 +18,7 @@ def randn(*shape, seed=0):
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_torch_functional(causal):
     q, k, v = randn(2, 5, 4, seed=1), randn(2, 5, 4, seed=2), randn(2, 5, 3, seed=3)
-    z, weights = scaled_dot_product_attention(q, k, v, causal_mask(5) if causal else None)
+    z, weights = attend(q, k, v, causal_mask(5) if causal else None)
     assert torch.allclose(z, F.scaled_dot_product_attention(q, k, v, is_causal=causal), atol=1e-6)
     assert torch.allclose(weights.sum(-1), torch.ones(2, 5))
     if causal:
@@ -50,7 +52,7 @@ def test_causal_output_ignores_the_future_and_padding_gets_no_weight():
     changed[0, 4:] = randn(2, 4, seed=6)                                # change the last two tokens
     assert torch.allclose(head(x)[0, :4], head(changed)[0, :4], atol=1e-6)
     both = SelfAttention(4, 4)
-    z, weights = both(randn(2, 5, 4, seed=7), key_padding_mask=torch.tensor([[True] * 5, [True] * 3 + [False] * 2]),
+    z, weights = both(randn(2, 5, 4, seed=7), key_padding_mask=torch.tensor([[False] * 5, [False] * 3 + [True] * 2]),
                       return_weights=True)
     assert (weights[1, :, 3:] == 0).all()
 
@@ -71,9 +73,9 @@ def test_errors_are_clear():
         head(torch.zeros(1, 5, 4, dtype=torch.long))
     with pytest.raises(RuntimeError, match=r"x is on meta but the weights are on cpu"):
         head(torch.zeros(1, 5, 4, device="meta"))
-    with pytest.raises(ValueError, match=r"key_padding_mask must be a boolean tensor of shape \(1, 5\)"):
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(1, 5\) \(True at padding\), got \(1, 4\)"):
         head(torch.zeros(1, 5, 4), key_padding_mask=torch.ones(1, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"one value per key: got 5 keys and 4 values"):
-        scaled_dot_product_attention(torch.zeros(5, 3), torch.zeros(5, 3), torch.zeros(4, 3))
-    with pytest.raises(ValueError, match="n must be at least 1, got 0"):
+    with pytest.raises(ValueError, match=r"one value per key: got 5 keys \(k \(5, 3\)\) and 4 values"):
+        attend(torch.zeros(5, 3), torch.zeros(5, 3), torch.zeros(4, 3))
+    with pytest.raises(ValueError, match=r"1 <= n <= m \(n queries, m keys\), got n=0, m=0"):
         causal_mask(0)

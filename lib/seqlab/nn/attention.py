@@ -24,6 +24,11 @@ additive   :math:`v^\top \tanh(W_s s + W_h h)`       :math:`W_s, W_h, v`
 Bahdanau et al. (2015); ``scaled`` is the Transformer's (Vaswani et al., 2017), where dividing by
 :math:`\sqrt d` keeps the scores' spread independent of the size ``d`` (notebook 9). Padded
 source positions get :math:`e_{tj} = -\infty`, hence :math:`a_{tj} = 0`.
+
+Every attention in seqlab -- this one, the self-attention head, multi-head attention and the
+Transformer's layers -- ends in the same two lines, :func:`attend`: mask and softmax the scores
+(:func:`masked_softmax`), then take the weighted sum of the values. Masks follow one convention,
+documented in :mod:`seqlab.nn.masks` (True / 0 = may attend).
 """
 
 from __future__ import annotations
@@ -31,9 +36,68 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqlab.nn.masks import allowed_anywhere
+
 SCORES = ("dot", "scaled", "general", "additive")
+
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """``softmax(scores + M)`` over the last dimension, with a defined answer for rows that allow nothing.
+
+    ``scores`` ``(..., n, m)``; ``mask`` broadcasts to it: boolean (True = may attend) or additive
+    (0 / -inf), see :mod:`seqlab.nn.masks`. A row whose keys are all blocked gets all-zero weights
+    (not the NaN of ``0 / 0``), and its gradient is zero too: such a row reads nothing.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    if mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    else:
+        scores = scores + mask
+    empty = ~allowed_anywhere(mask)                  # (..., n, 1) rows with no key to attend to
+    if not empty.any():                              # the usual case: one ordinary softmax
+        return torch.softmax(scores, dim=-1)
+    # give the empty rows finite scores (so softmax and its backward stay finite), then zero them
+    weights = torch.softmax(scores.masked_fill(empty, 0.0), dim=-1)
+    return weights.masked_fill(empty, 0.0)
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None,
+           dropout_p: float = 0.0, fused: bool = False) -> tuple[Tensor, Tensor | None]:
+    r"""Scaled dot-product attention, :math:`\mathrm{softmax}(q k^\top \cdot \text{scale} + M)\, v`: ``(output, weights)``.
+
+    ``q`` ``(..., n, d_k)``, ``k`` ``(..., m, d_k)``, ``v`` ``(..., m, d_v)``; ``mask`` broadcasts
+    to ``(..., n, m)`` in seqlab's convention (:mod:`seqlab.nn.masks`); ``scale`` defaults to
+    :math:`1/\sqrt{d_k}`. Returns the output ``(..., n, d_v)`` and the weights ``(..., n, m)``
+    (after dropout, as torch returns them). Rows with no allowed key give zeros (:func:`masked_softmax`).
+    Dropout is applied whenever ``dropout_p > 0``: a module passes ``dropout_p`` only in training mode.
+
+    ``fused=True`` calls ``torch.nn.functional.scaled_dot_product_attention`` instead (one kernel,
+    no ``(n, m)`` matrix kept, much faster on a GPU) and returns ``None`` for the weights; the
+    explicit path is the one to read, and the one to use wherever weights are shown.
+    """
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"queries and keys need the same size d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"one value per key: got {k.shape[-2]} keys (k {tuple(k.shape)}) and "
+                         f"{v.shape[-2]} values (v {tuple(v.shape)})")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if fused:
+        empty = None if mask is None else ~allowed_anywhere(mask)
+        if empty is not None and empty.any():        # SDPA gives NaN there; let it attend anywhere, zero later
+            mask = mask | empty if mask.dtype == torch.bool else mask.masked_fill(empty, 0.0)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+        if empty is not None and empty.any():
+            out = out.masked_fill(empty, 0.0)
+        return out, None
+    weights = masked_softmax(q @ k.transpose(-2, -1) * scale, mask)     # (..., n, m), rows sum to 1 (or 0)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights                                         # (..., n, d_v)
 
 
 class Attention(nn.Module):
@@ -73,9 +137,7 @@ class Attention(nn.Module):
     def forward(self, queries: Tensor, memory: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         self._check(queries, memory, mask)
         e = self.scores(queries, memory)                                          # (B, T, S)
-        if mask is not None:
-            e = e.masked_fill(~mask[:, None, :], float("-inf"))
-        weights = torch.softmax(e, dim=-1)                                        # a_tj, rows sum to 1
+        weights = masked_softmax(e, None if mask is None else mask[:, None, :])   # a_tj, rows sum to 1
         return weights @ memory, weights                                          # c_t (B, T, d_h)
 
     def _check(self, queries: Tensor, memory: Tensor, mask: Tensor | None) -> None:
@@ -88,17 +150,7 @@ class Attention(nn.Module):
             if mask.shape != memory.shape[:2] or mask.dtype != torch.bool:
                 raise ValueError(f"attention expects a boolean mask of shape {tuple(memory.shape[:2])} (True at real "
                                  f"positions), got {mask.dtype} of shape {tuple(mask.shape)}")
-            if not mask.any(dim=1).all():
-                raise ValueError("every sequence needs at least one unmasked memory position; "
-                                 f"rows {(~mask.any(dim=1)).nonzero().flatten().tolist()} are all padding")
 
     def extra_repr(self) -> str:
         return f"score={self.score!r}, query_size={self.query_size}, memory_size={self.memory_size}"
 
-
-def length_mask(lengths: Tensor | None, steps: int, device: torch.device | None = None) -> Tensor | None:
-    """``(B, S)`` booleans, True at the first ``lengths[b]`` positions of row ``b`` (None if ``lengths`` is)."""
-    if lengths is None:
-        return None
-    lengths = torch.as_tensor(lengths, device=device)
-    return torch.arange(steps, device=device)[None, :] < lengths[:, None]

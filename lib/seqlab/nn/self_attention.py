@@ -15,47 +15,26 @@ token; row :math:`i` of :math:`Z` is what it reads.
 
 seqlab stores each projection as an ``nn.Linear`` without bias, as torch does: ``W_q.weight`` has
 shape ``(d_k, d_model)`` and is :math:`W_Q^\top` (``X @ W_q.weight.T`` is :math:`X W_Q`). Multi-head
-attention (notebook 10) runs several of these side by side.
+attention (notebook 10) runs several of these side by side. The softmax and the weighted sum are
+:func:`seqlab.nn.attention.attend`, the one every attention in seqlab calls; masks follow
+:mod:`seqlab.nn.masks`.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
-
-def causal_mask(n: int, device: torch.device | None = None) -> Tensor:
-    """``(n, n)`` booleans, True where query ``i`` may attend to key ``j``, that is ``j <= i``."""
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
-
-
-def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """``softmax(q k^T / sqrt(d_k))`` masked, times ``v``: returns ``(z, weights)``.
-
-    ``q`` ``(..., n, d_k)``, ``k`` ``(..., m, d_k)``, ``v`` ``(..., m, d_v)``; ``mask`` broadcasts
-    to ``(..., n, m)`` and is True where attending is allowed. ``z`` is ``(..., n, d_v)``, the
-    weights ``(..., n, m)``.
-    """
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"queries and keys need the same size d_k, got {q.shape[-1]} and {k.shape[-1]}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"one value per key: got {k.shape[-2]} keys and {v.shape[-2]} values")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])               # (..., n, m)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+from seqlab.nn.attention import attend
+from seqlab.nn.masks import causal_mask, check_mask, merge_masks
 
 
 class SelfAttention(nn.Module):
     """One self-attention head: ``forward(x (B, n, d_model))`` -> ``z (B, n, d_v)`` (and the weights).
 
-    ``causal=True`` masks the future for every call (a decoder, a GPT); ``key_padding_mask``
-    ``(B, n)`` is True at real tokens, False at padding, which then gets no weight.
+    ``causal=True`` masks the future for every call (a decoder, a GPT). ``key_padding_mask``
+    ``(B, n)`` has torch's meaning (as in ``torch.nn.MultiheadAttention``): True at *padding*, which
+    then gets no weight; ``~seqlab.nn.masks.padding_mask(lengths)`` builds one from lengths.
     """
 
     def __init__(self, d_model: int, d_k: int, d_v: int | None = None, *, causal: bool = False):
@@ -75,14 +54,14 @@ class SelfAttention(nn.Module):
             raise RuntimeError(f"x is on {x.device} but the weights are on {self.W_q.weight.device}")
         batch, n, _ = x.shape
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)                       # (B, n, d_k), (B, n, d_k), (B, n, d_v)
-        mask = causal_mask(n, x.device)[None] if self.causal else None         # (1, n, n)
+        causal = causal_mask(n, device=x.device) if self.causal else None       # (n, n), True = may attend
+        real = None
         if key_padding_mask is not None:
-            if key_padding_mask.shape != (batch, n) or key_padding_mask.dtype != torch.bool:
-                raise ValueError(f"key_padding_mask must be a boolean tensor of shape ({batch}, {n}), True at real "
-                                 f"tokens; got {key_padding_mask.dtype} of shape {tuple(key_padding_mask.shape)}")
-            padding = key_padding_mask[:, None, :]                             # (B, 1, n)
-            mask = padding if mask is None else mask & padding
-        z, weights = scaled_dot_product_attention(q, k, v, mask)
+            check_mask("key_padding_mask", key_padding_mask, [(batch, n)], what="True at padding")
+            if key_padding_mask.dtype != torch.bool:
+                raise TypeError(f"key_padding_mask must be boolean (True at padding), got {key_padding_mask.dtype}")
+            real = ~key_padding_mask[:, None, :]                                # (B, 1, n), True = real token
+        z, weights = attend(q, k, v, merge_masks(causal, real))
         return (z, weights) if return_weights else z
 
     def extra_repr(self) -> str:

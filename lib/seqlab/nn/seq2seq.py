@@ -39,7 +39,8 @@ from seqlab.data.batching import pad_sequences
 from seqlab.data.pairs import teacher_forcing
 from seqlab.data.tagging import IGNORE_INDEX
 from seqlab.decoding import Hypothesis, State, beam_search
-from seqlab.nn.attention import Attention, length_mask
+from seqlab.nn.attention import Attention
+from seqlab.nn.masks import padding_mask
 from seqlab.nn.charlm import recurrent_layer
 from seqlab.nn.readout import _check_ids
 
@@ -126,7 +127,8 @@ class Seq2Seq(nn.Module):
     def encode(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None) -> tuple[Tensor, Tensor | None, State]:
         """Encoder outputs ``(B, S, H)``, their mask ``(B, S)`` (None without lengths) and final state."""
         memory, context = self.encoder(src, src_lengths)                  # context = h_S: the bottleneck
-        return memory, length_mask(src_lengths, src.shape[1], src.device), context
+        mask = None if src_lengths is None else padding_mask(src_lengths, src.shape[1], device=src.device)
+        return memory, mask, context
 
     def forward(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor, *,
                 return_attention: bool = False) -> Tensor | tuple[Tensor, Tensor]:
