@@ -58,7 +58,8 @@ def main(argv: list[str]) -> int:
         total += seconds
         size_kb = path.stat().st_size / 1024
         flag = "  OVER BUDGET" if seconds > BUDGET_S else ""
-        print(f"{seconds:7.1f} s  {size_kb:7.0f} KB  {path.relative_to(ROOT)}{flag}", flush=True)
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path   # drafts may live elsewhere
+        print(f"{seconds:7.1f} s  {size_kb:7.0f} KB  {shown}{flag}", flush=True)
     print(f"{total:7.1f} s  total for {len(paths)} notebook(s)")
     return 0
 
