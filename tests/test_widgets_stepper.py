@@ -58,3 +58,12 @@ def test_errors_name_the_shapes():
         AttentionStepper(X, np.eye(2), np.eye(2), W_V, tokens=["a", "b"])
     with pytest.raises(ValueError, match=r"stage must be in 0..5"):
         draw_attention_stage(attention_steps(X, np.eye(2), np.eye(2), W_V), 6)
+
+
+def test_static_figure_is_the_stage_and_mask_the_stepper_was_made_with():
+    stepper = AttentionStepper(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"], stage=4, causal=True)
+    stepper.stage.value = 1
+    stepper.causal.value = False
+    static = stepper.static_figure()
+    masked = static.axes[0]                          # stage 4: masked | softmax, causal: -inf above the diagonal
+    assert "−∞" in [t.get_text() for t in masked.texts] and masked.get_title() == "masked"

@@ -3,9 +3,11 @@
 Importing this module needs ipywidgets and matplotlib, but no running notebook.
 """
 
+from seqlab.widgets.base import LayeredFigure, Widget, draw_matrix
 from seqlab.widgets.gates import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record
-from seqlab.widgets.live import LiveFigure, figure_to_png
+from seqlab.widgets.live import LiveFigure, PNGFigure, figure_to_png
 from seqlab.widgets.stepper import AttentionStepper, attention_steps, draw_attention_stage
 
 __all__ = ["AttentionStepper", "GateExplorer", "GatePlot", "GateRecord", "LiveFigure", "attention_steps", "draw_attention_stage", "draw_gates",
            "figure_to_png", "gate_record"]
+__all__ += ["LayeredFigure", "PNGFigure", "Widget", "draw_matrix"]

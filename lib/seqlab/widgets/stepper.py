@@ -7,7 +7,7 @@ r"""Worked-example stepper: self-attention one stage at a time, every number on 
 - **draw** -- :func:`draw_attention_stage` draws one stage as annotated matrices, the inputs of
   the stage on the left and its result on the right.
 - **controls** -- :class:`AttentionStepper`: a slider over the stages and a causal-mask
-  checkbox, through :class:`~seqlab.widgets.live.LiveFigure`.
+  checkbox, a :class:`~seqlab.widgets.base.Widget`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.live import LiveFigure, PNGFigure
+from seqlab.widgets.base import Widget, draw_matrix
+from seqlab.widgets.live import PNGFigure
 
 STAGES = ("Q, K, V", "scores", "scaled", "masked", "softmax", "output")
 
@@ -68,23 +69,6 @@ def attention_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nda
     return AttentionSteps(tokens, X, Q, K, V, scores, scaled, masked, weights, weights @ V, causal)
 
 
-def _matrix(ax, values: np.ndarray, title: str, rows: Sequence[str], cols: Sequence[str] | None = None,
-            cmap: str = "Blues", vmin: float | None = None, vmax: float | None = None) -> None:
-    shown = np.where(np.isfinite(values), values, np.nan)
-    ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal")
-    ax.set_facecolor("#d9d9d9")                      # -inf cells (nan) show grey
-    for (i, j), v in np.ndenumerate(values):
-        text = "−∞" if v == -np.inf else f"{v:.2f}".rstrip("0").rstrip(".") if abs(v - round(v)) < 5e-3 else f"{v:.2f}"
-        ax.text(j, i, text, ha="center", va="center", fontsize=9,
-                color="white" if np.isfinite(v) and vmax is not None and v > vmin + 0.6 * (vmax - vmin) else "black")
-    ax.set_xticks(range(values.shape[1]), cols if cols is not None else [str(j + 1) for j in range(values.shape[1])],
-                  fontsize=8)
-    ax.set_yticks(range(values.shape[0]), rows, fontsize=8)
-    ax.tick_params(length=0)
-    ax.set_title(title, fontsize=10)
-    ax.grid(False)
-
-
 def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
     """One stage (index into :data:`STAGES`) as annotated matrices; returns a new Figure."""
     if not 0 <= stage < len(STAGES):
@@ -118,20 +102,23 @@ def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
     fig = PNGFigure(figsize=(max(6.5, 0.95 * sum(widths) + 0.9 * len(panels)), 2.9), dpi=FIGURE_DPI,
                     facecolor="white")                   # not pyplot's: redraws leak nothing
     axes = fig.subplots(1, len(panels), gridspec_kw=dict(width_ratios=widths))
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.78, bottom=0.08, wspace=0.35)   # before drawing: labels fit
     for ax, (values, title, rows, cols) in zip(np.atleast_1d(axes), panels):
         is_weights = values is steps.weights
-        _matrix(ax, values, title, rows, cols, cmap="Oranges" if is_weights else "Blues",
-                vmin=0.0 if is_weights else -lim, vmax=1.0 if is_weights else lim)
+        cols = cols if cols is not None else [str(j + 1) for j in range(values.shape[1])]   # feature columns 1, 2, ...
+        draw_matrix(ax, values, rows, cols, annotate=True, cmap="Oranges" if is_weights else "Blues",
+                    vmin=0.0 if is_weights else -lim, vmax=1.0 if is_weights else lim, fontsize=9)
+        ax.set_title(title, fontsize=10)
     fig.suptitle(caption, fontsize=10, x=0.01, ha="left")
-    fig.subplots_adjust(left=0.06, right=0.99, top=0.78, bottom=0.08, wspace=0.35)
     return fig
 
 
-class AttentionStepper:
+class AttentionStepper(Widget):
     """Widget: a slider over the stages of self-attention and a causal-mask checkbox, for one example.
 
     ``X`` ``(n, d_model)``, ``W_q``, ``W_k``, ``W_v`` as in :func:`attention_steps`. Set
-    ``stepper.stage.value`` or ``stepper.causal.value`` from code to drive it without a display.
+    ``stepper.stage.value`` or ``stepper.causal.value`` from code to drive it without a display;
+    ``stepper.static_figure()`` is the picture of the stage and mask it was made with.
     """
 
     def __init__(self, X, W_q, W_k, W_v, *, tokens: Sequence[str] | None = None, stage: int = 0,
@@ -143,22 +130,13 @@ class AttentionStepper:
                                        continuous_update=True, readout=False)
         self.stage_name = widgets.Label()
         self.causal = widgets.Checkbox(value=causal, description="causal", indent=False)
-        self.live = LiveFigure(self.draw, {"stage": self.stage, "causal": self.causal})
-        self.widget = widgets.VBox([widgets.HBox([self.stage, self.stage_name, self.causal]), self.live.image,
-                                    self.live.status], layout=widgets.Layout(align_items="flex-start"))
+        super().__init__({"stage": self.stage, "causal": self.causal}, rows=[["stage", self.stage_name, "causal"]])
 
     def steps(self, causal: bool) -> AttentionSteps:
         return attention_steps(*self._inputs, tokens=self.tokens, causal=causal)
 
-    def draw(self, stage: int, causal: bool) -> Figure:
+    def update_text(self, stage: int, causal: bool) -> None:
         self.stage_name.value = f"{stage + 1}/{len(STAGES)}: {STAGES[stage]}"
+
+    def figure(self, stage: int, causal: bool) -> Figure:
         return draw_attention_stage(self.steps(causal), stage)
-
-    @property
-    def redraws(self) -> int:
-        return self.live.redraws
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)

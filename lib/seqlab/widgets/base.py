@@ -1,0 +1,330 @@
+r"""What every course widget shares: an annotated heatmap, a figure redrawn in layers, a widget class.
+
+- :func:`draw_matrix` -- one matrix as an annotated heatmap: labels on both axes (tokens), axis
+  titles ("key", "query"), each cell's number in a colour that reads on its background, ``-inf``
+  as a grey "−∞" cell (a masked score), one row outlined (the chosen query). The stepper, the
+  attention explorer and the positional-encoding explorer all draw their matrices with it.
+- :class:`LayeredFigure` -- a figure kept alive between redraws and rendered in three layers
+  (matplotlib's blitting): *static* (frames, tick labels; drawn once), *view* (heatmaps, titles;
+  redrawn when the view changes) and *step* (a highlight, a list; drawn at every move). A move
+  that only changes the step layer costs a PNG encoding and a few artists, not a full draw.
+- :class:`Widget` -- a widget is a compute function, a draw function and its controls. A subclass
+  declares its controls (``ipywidgets`` value widgets, by name) and implements
+  :meth:`Widget.figure` (values -> a new Figure); it may override :meth:`Widget.render` (values
+  -> PNG bytes, e.g. through a LayeredFigure) where a new figure per move would be too slow.
+  The base class lays out the controls row(s), the picture and the "redrawn in N ms" line
+  (a :class:`~seqlab.widgets.live.LiveFigure` inside), gives :meth:`Widget.static_figure` (the
+  default state as a :class:`~seqlab.widgets.live.PNGFigure`, for readers without a kernel) and
+  shows itself as a notebook cell's value.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Literal
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import Colormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from seqlab.notebook import FIGURE_DPI
+from seqlab.widgets.live import LiveFigure, PNGFigure
+
+__all__ = ["MASKED_COLOUR", "LayeredFigure", "Widget", "draw_matrix", "format_number", "text_colour"]
+
+MASKED_COLOUR = "#d9d9d9"          # cells that are -inf (masked) or nan: grey, whatever the colour map
+HIGHLIGHT_COLOUR = "crimson"
+MIN_FONTSIZE = 9                    # points; the figures are sized so that 1 pt stays >= 1 px at 1280x720
+
+
+def format_number(value: float, fmt: str | Callable[[float], str] | None = None) -> str:
+    """A cell's text: "−∞" / "∞" for infinities, "" for nan, else ``fmt`` (a format spec such as
+    ``".3f"`` or ``"{:.1%}"``, or a callable). The default shows two decimals, and whole numbers
+    without them ("1", "-2"), as the lectures write them."""
+    if np.isnan(value):
+        return ""
+    if np.isinf(value):
+        return "−∞" if value < 0 else "∞"
+    if callable(fmt):
+        return fmt(value)
+    if fmt is not None:
+        return fmt.format(value) if "{" in fmt else format(value, fmt)
+    if abs(value - round(value)) < 5e-3:
+        text = f"{round(value):d}"
+        return "0" if text == "-0" else text
+    return f"{value:.2f}"
+
+
+def text_colour(rgba: Sequence[float]) -> str:
+    """Black or white, whichever reads better on a cell of colour ``rgba`` (relative luminance)."""
+    r, g, b = (float(c) for c in rgba[:3])
+    return "white" if 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.5 else "black"
+
+
+def _as_matrix(values) -> np.ndarray:
+    if hasattr(values, "detach"):                            # a torch tensor, on any device
+        values = values.detach().cpu().double().numpy()
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 2:
+        raise ValueError(f"values must be a matrix (rows, columns), got shape {array.shape}")
+    return array
+
+
+def _check_labels(name: str, labels: Sequence[str] | None, size: int, axis: str) -> list[str] | None:
+    if labels is None:
+        return None
+    labels = [str(label) for label in labels]
+    if len(labels) != size:
+        raise ValueError(f"{name} needs one label per {axis}: got {len(labels)} labels for {size} {axis}s")
+    return labels
+
+
+def _text_width_pt(text: str, fontsize: float) -> float:
+    """Roughly how wide ``text`` is set in points (0.6 em a character: DejaVu Sans digits are 0.64)."""
+    return 0.6 * fontsize * max(len(text), 1)
+
+
+def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None, *,
+                annotate: bool | Literal["auto"] = "auto", cmap: str | Colormap = "Blues", vmin: float | None = None,
+                vmax: float | None = None, fmt: str | Callable[[float], str] | None = None,
+                highlight_row: int | None = None, xlabel: str | None = None, ylabel: str | None = None,
+                title: str | None = None, fontsize: float = 10, label_fontsize: float | None = None):
+    """Draw ``values`` ``(rows, columns)`` (numpy or torch) on ``ax`` as an annotated heatmap.
+
+    Row ``i`` is drawn at y = i (top to bottom), column ``j`` at x = j. ``-inf`` cells (masked
+    scores) and nan cells are grey; ``-inf`` reads "−∞". ``vmin``/``vmax`` default to the finite
+    values' range. ``annotate="auto"`` writes the numbers when they fit in their cells at
+    ``fontsize`` (judged from the axes' size in the figure, so lay the figure out first);
+    the text is black or white, whichever reads on the cell. ``row_labels``/``col_labels``
+    (e.g. tokens; default: 0, 1, ...) go on the y and x axes at ``label_fontsize`` (default
+    ``fontsize``); column labels turn vertical when they would overlap. ``highlight_row`` is
+    outlined and its label set in bold. Returns the ``AxesImage``.
+    """
+    values = _as_matrix(values)
+    rows, cols = values.shape
+    row_labels = _check_labels("row_labels", row_labels, rows, "row")
+    col_labels = _check_labels("col_labels", col_labels, cols, "column")
+    if highlight_row is not None and not 0 <= highlight_row < rows:
+        raise ValueError(f"highlight_row must be in 0..{rows - 1}, got {highlight_row}")
+    if annotate not in (True, False, "auto"):
+        raise ValueError(f"annotate must be True, False or 'auto', got {annotate!r}")
+    label_fontsize = fontsize if label_fontsize is None else label_fontsize
+    finite = values[np.isfinite(values)]
+    if vmin is None:
+        vmin = float(finite.min()) if finite.size else 0.0
+    if vmax is None:
+        vmax = float(finite.max()) if finite.size else 1.0
+    if vmax <= vmin:                     # a constant matrix: any colour will do, but not a 0/0
+        vmax = vmin + 1.0
+    shown = np.where(np.isfinite(values), values, np.nan)      # -inf and nan: "bad" -> the grey face
+    colour_map = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=MASKED_COLOUR)
+    image = ax.imshow(shown, cmap=colour_map, vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
+    ax.set_facecolor(MASKED_COLOUR)
+
+    texts = [[format_number(v, fmt) for v in row] for row in values]
+    if annotate == "auto":
+        fig = ax.figure
+        box = ax.get_position()                                  # in figure fractions
+        width_pt = box.width * fig.get_figwidth() * 72 / cols
+        height_pt = box.height * fig.get_figheight() * 72 / rows
+        cell_pt = min(width_pt, height_pt)                       # aspect "equal": square cells
+        widest = max((_text_width_pt(t, fontsize) for row in texts for t in row), default=0.0)
+        annotate = widest + 2 <= cell_pt and fontsize + 2 <= cell_pt
+    if annotate:
+        norm = Normalize(vmin, vmax)
+        for (i, j), v in np.ndenumerate(values):
+            colour = "black" if not np.isfinite(v) else text_colour(colour_map(norm(v)))
+            ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=fontsize, color=colour)
+
+    ax.set_xticks(range(cols), col_labels if col_labels is not None else [str(j) for j in range(cols)],
+                  fontsize=label_fontsize)
+    ax.set_yticks(range(rows), row_labels if row_labels is not None else [str(i) for i in range(rows)],
+                  fontsize=label_fontsize)
+    labels = col_labels if col_labels is not None else [str(j) for j in range(cols)]
+    box = ax.get_position()
+    column_pt = box.width * ax.figure.get_figwidth() * 72 / cols
+    if max(_text_width_pt(label, label_fontsize) for label in labels) > 0.95 * column_pt:
+        for tick in ax.get_xticklabels():
+            tick.set_rotation(90)
+    ax.tick_params(length=0)
+    ax.grid(False)
+    if highlight_row is not None:
+        ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), cols, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR,
+                               lw=2.0, clip_on=False, zorder=3))
+        ax.get_yticklabels()[highlight_row].set_fontweight("bold")
+        ax.get_yticklabels()[highlight_row].set_color(HIGHLIGHT_COLOUR)
+    if xlabel:
+        ax.set_xlabel(xlabel, fontsize=fontsize)
+    if ylabel:
+        ax.set_ylabel(ylabel, fontsize=fontsize)
+    if title:
+        ax.set_title(title, fontsize=fontsize)
+    return image
+
+
+class LayeredFigure:
+    """A figure that stays alive and renders to PNG in three layers, each kept as pixels.
+
+    - *static*: everything not named below; drawn once (and again after :meth:`restyle`);
+    - *view*: ``view_artists``; drawn over the static pixels when :meth:`view_changed` was called;
+    - *step*: ``step_artists``; drawn over the view pixels at every :meth:`png`.
+
+    The owner changes artists in place (``set_data``, ``set_text``, ``set_xy``), calls
+    :meth:`view_changed` if a view artist changed, and asks for :meth:`png`. A layer is drawn
+    over the one below, so what lies on top of a view artist in a full draw must be a view or step
+    artist too (the frames of the axes that hold view artists belong to the view layer, drawn after
+    them as in a full draw; step artists should have a zorder above the frames', 2.5). ``savefig`` on
+    :attr:`figure` still draws everything (the layers are marked animated only while the static
+    pixels are taken), so the same figure serves a static picture too.
+    """
+
+    def __init__(self, figure: Figure, view_artists: Iterable = (), step_artists: Iterable = ()):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        self.figure = figure
+        self.canvas = FigureCanvasAgg(figure)
+        self.view_artists = list(view_artists)
+        self.step_artists = list(step_artists)
+        # a heatmap's edge pixels reach under its frame: the frames go on top again, as in a full draw
+        holders = {artist.axes for artist in self.view_artists if getattr(artist, "axes", None) is not None}
+        self._frames = [spine for ax in holders for spine in ax.spines.values()]
+        self._static = None          # pixels without the view and step layers
+        self._background = None      # static + view pixels
+
+    def restyle(self) -> None:
+        """Something in the static layer changed: draw it again at the next :meth:`png`."""
+        self._static = self._background = None
+
+    def view_changed(self) -> None:
+        """A view artist changed: draw the view layer again at the next :meth:`png`."""
+        self._background = None
+
+    def png(self, *, compress_level: int = 1) -> bytes:
+        """PNG bytes of the figure as it is now, drawing only the layers that changed."""
+        from PIL import Image
+
+        if self._static is None:
+            layered = self.view_artists + self._frames + self.step_artists
+            for artist in layered:
+                artist.set_animated(True)          # left out of the full draw ...
+            try:
+                self.canvas.draw()
+            finally:
+                for artist in layered:
+                    artist.set_animated(False)     # ... but part of the figure again for savefig
+            self._static = self.canvas.copy_from_bbox(self.figure.bbox)
+        if self._background is None:
+            self.canvas.restore_region(self._static)
+            for artist in self.view_artists + self._frames:
+                if artist.get_visible():
+                    self.figure.draw_artist(artist)
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in self.step_artists:
+            if artist.get_visible():
+                self.figure.draw_artist(artist)
+        pixels = np.asarray(self.canvas.buffer_rgba())[..., :3]     # (height, width, 3), opaque
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="png", compress_level=compress_level)
+        return buffer.getvalue()
+
+
+class Widget:
+    """Base class of the course widgets: controls -> a picture, redrawn at every change.
+
+    A subclass creates its controls, then calls ``super().__init__(controls)`` and implements
+    :meth:`figure`::
+
+        class WaveExplorer(Widget):
+            def __init__(self):
+                super().__init__({"frequency": widgets.FloatSlider(value=2.0, min=0.5, max=8.0)})
+
+            def figure(self, frequency: float) -> Figure:
+                return draw_wave(compute_wave(frequency))
+
+    ``rows`` lays the controls out: a list of rows, each a list of control names or other
+    widgets (labels, readouts); by default one row with every control. ``below`` are widgets
+    shown under the picture (e.g. a table of numbers). Override :meth:`render` for a faster
+    path than a new figure per move (it must show what :meth:`figure` shows), and
+    :meth:`update_text` for text widgets that follow the controls. ``widget.controls[name].value
+    = v`` moves a control from code, as a user does; ``with widget.held(): ...`` moves several
+    with one redraw.
+    """
+
+    def __init__(self, controls: Mapping[str, widgets.ValueWidget], *,
+                 rows: Sequence[Sequence[str | widgets.Widget]] | None = None,
+                 below: Sequence[widgets.Widget] = (), dpi: int = FIGURE_DPI, show_timing: bool = True):
+        rows = [list(controls)] if rows is None else rows
+        unknown = [item for row in rows for item in row if isinstance(item, str) and item not in controls]
+        if unknown:
+            raise ValueError(f"rows name controls that do not exist: {unknown}; controls: {list(controls)}")
+        self.dpi = dpi
+        self.live = LiveFigure(None, controls, render=self._redraw, dpi=dpi, show_timing=show_timing)
+        self.controls = self.live.controls
+        self.defaults = self.live.last_values          # the values of the first picture
+        boxes = []
+        for row in rows:
+            items = [self.controls[item] if isinstance(item, str) else item for item in row]
+            boxes.append(widgets.HBox(items, layout=widgets.Layout(align_items="center", flex_flow="row wrap")))
+        # flex-start: the picture keeps its own pixel size instead of being stretched (and blurred)
+        self.widget = widgets.VBox([*boxes, self.live.image, *below, self.live.status],
+                                   layout=widgets.Layout(align_items="flex-start"))
+
+    # to implement ----------------------------------------------------------------------------------
+    def figure(self, **values) -> Figure:
+        """A new Figure of the state ``values`` (control name -> value)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement figure(**values)")
+
+    def render(self, **values) -> bytes:
+        """PNG bytes of the state ``values``; by default a new :meth:`figure`, encoded."""
+        from seqlab.widgets.live import figure_to_png
+
+        return figure_to_png(self.figure(**values), dpi=self.dpi)
+
+    def update_text(self, **values) -> None:
+        """Update text widgets (labels, tables) for the state ``values``; called before each redraw."""
+
+    # given --------------------------------------------------------------------------------------------
+    def _redraw(self, **values) -> bytes:
+        self.update_text(**values)
+        return self.render(**values)
+
+    def values(self) -> dict[str, object]:
+        return self.live.values()
+
+    def static_figure(self, **changes) -> PNGFigure:
+        """A new figure of the default state (the controls' values when the widget was made), with
+        ``changes`` applied: the picture a notebook keeps for readers without a kernel."""
+        unknown = set(changes) - set(self.controls)
+        if unknown:
+            raise ValueError(f"unknown controls {sorted(unknown)}; controls: {list(self.controls)}")
+        fig = self.figure(**{**self.defaults, **changes})
+        if not isinstance(fig, PNGFigure):
+            raise TypeError(f"{type(self).__name__}.figure must return a PNGFigure (not registered with pyplot, "
+                            f"shown as a picture), got {type(fig).__name__}")
+        return fig
+
+    @contextmanager
+    def held(self, redraw: bool = True) -> Iterator[None]:
+        """Change several controls with one redraw at the end (see LiveFigure.held)."""
+        with self.live.held(redraw=redraw):
+            yield
+
+    @property
+    def redraws(self) -> int:
+        return self.live.redraws
+
+    @property
+    def last_redraw_ms(self) -> float:
+        return self.live.last_redraw_ms
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
