@@ -1,10 +1,11 @@
 # The README's two commands, and two for maintainers. All set up .venv/ first if needed.
 # Without make (e.g. on Windows): python3 course.py lab|test|execute|bench
 PYTHON ?= python3
+ARGS ?=
 
 .PHONY: lab test execute bench setup
-lab:      ## set up, then open JupyterLab on notebooks/
-	$(PYTHON) course.py lab
+lab:      ## set up, then open JupyterLab on notebooks/ (options: make lab ARGS="--no-browser --port 8899")
+	$(PYTHON) course.py lab $(ARGS)
 test:     ## set up, then run every test (unit tests and notebooks), offline
 	$(PYTHON) course.py test
 execute:  ## re-run every notebook in place from a fresh kernel and print run times

@@ -50,6 +50,21 @@ def run(cmd: list[str | Path], **kwargs) -> None:
     subprocess.run([str(c) for c in cmd], check=True, **kwargs)
 
 
+PIP_LOG = VENV / "setup-pip.log"
+
+
+def pip(cmd: list[str | Path]) -> None:
+    """Run one pip command with its output in PIP_LOG; on failure show the log's tail and stop."""
+    with PIP_LOG.open("a") as out:
+        out.write("$ " + " ".join(str(c) for c in cmd) + "\n")
+        out.flush()
+        code = subprocess.run([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        tail = PIP_LOG.read_text().splitlines()[-30:]
+        sys.exit("\n".join(tail) + f"\n[course] pip failed (exit {code}): {' '.join(str(c) for c in cmd[3:])}; "
+                 f"the full log is {PIP_LOG}")
+
+
 def setup_fingerprint() -> str:
     h = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
     h.update(json.dumps(NO_DEPS_PACKAGES).encode())
@@ -69,10 +84,11 @@ def setup() -> Path:
         log(f"creating virtual environment {VENV}")
         venv.EnvBuilder(with_pip=True).create(VENV)
     py = venv_python()
-    quiet = ["--quiet"] if os.environ.get("CI") else []
-    run([py, "-m", "pip", "install", *quiet, "--upgrade", "pip"])
-    run([py, "-m", "pip", "install", *quiet, "--editable", f"{ROOT}[test]"])
-    run([py, "-m", "pip", "install", *quiet, "--no-deps", *NO_DEPS_PACKAGES])
+    log(f"installing the pinned packages (pip's full output goes to {PIP_LOG.relative_to(ROOT)})")
+    PIP_LOG.write_text("")
+    pip([py, "-m", "pip", "install", "--upgrade", "pip"])
+    pip([py, "-m", "pip", "install", "--editable", f"{ROOT}[test]"])
+    pip([py, "-m", "pip", "install", "--no-deps", *NO_DEPS_PACKAGES])
     STAMP.write_text(json.dumps({"fingerprint": fingerprint, "python": sys.version.split()[0]}))
     log(f"set-up done in {time.perf_counter() - started:.0f} s")
     return py
@@ -140,10 +156,25 @@ def cmd_test(args: list[str]) -> int:
     return code
 
 
+# JupyterLab settings for the course: no news pop-up and no update check (both would reach out to
+# the internet, and a pop-up on a projector distracts), written where JupyterLab reads overrides.
+LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def lab_arguments(args: list[str]) -> list[str]:
+    """jupyter-lab's arguments: the notebooks folder, --allow-root when running as root (containers,
+    cloud VMs: JupyterLab refuses root without it), then the user's own (e.g. --no-browser, --port 8899)."""
+    extra = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args else []
+    return ["--notebook-dir", str(ROOT / "notebooks"), *extra, *args]
+
+
 def cmd_lab(args: list[str]) -> int:
     py = setup()
+    settings = VENV / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
     jupyter = py.parent / ("jupyter-lab.exe" if os.name == "nt" else "jupyter-lab")
-    return subprocess.run([str(jupyter), "--notebook-dir", str(ROOT / "notebooks"), *args], cwd=ROOT).returncode
+    return subprocess.run([str(jupyter), *lab_arguments(args)], cwd=ROOT).returncode
 
 
 def cmd_execute(args: list[str]) -> int:

@@ -74,3 +74,29 @@ def test_generated_data_files_are_what_the_code_makes():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_data.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_lab_runs_as_root_and_passes_the_users_options(monkeypatch):
+    monkeypatch.setattr(course.os, "geteuid", lambda: 0, raising=False)
+    args = course.lab_arguments(["--no-browser", "--port", "8899"])
+    assert args[:2] == ["--notebook-dir", str(ROOT / "notebooks")]
+    assert args[2:] == ["--allow-root", "--no-browser", "--port", "8899"]
+    assert course.lab_arguments(["--allow-root"]).count("--allow-root") == 1
+    monkeypatch.setattr(course.os, "geteuid", lambda: 1000, raising=False)
+    assert "--allow-root" not in course.lab_arguments([])
+
+
+def test_lab_settings_overrides_name_real_jupyterlab_settings():
+    """make lab turns off JupyterLab's news pop-up; the keys must exist in JupyterLab's own schema."""
+    import json
+    import sys
+
+    schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
+    for plugin, settings in course.LAB_OVERRIDES.items():
+        package, _, name = plugin.partition(":")
+        schema = json.loads((schemas / package / f"{name}.json").read_text())
+        for key, value in settings.items():
+            assert key in schema["properties"], f"{plugin} has no setting {key!r}"
+            prop = schema["properties"][key]
+            allowed = [choice["const"] for choice in prop.get("oneOf", [])] or [value]
+            assert value in allowed and isinstance(value, (str if prop["type"] == "string" else bool))
