@@ -3,6 +3,7 @@
 Importing this module needs ipywidgets and matplotlib, but no running notebook.
 """
 
+from seqlab.widgets.attention import AttentionExplorer, AttentionMap, attention_from_model, attention_map, draw_attention
 from seqlab.widgets.base import LayeredFigure, Widget, draw_matrix
 from seqlab.widgets.gates import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record
 from seqlab.widgets.live import LiveFigure, PNGFigure, figure_to_png
@@ -11,3 +12,4 @@ from seqlab.widgets.stepper import AttentionStepper, attention_steps, draw_atten
 __all__ = ["AttentionStepper", "GateExplorer", "GatePlot", "GateRecord", "LiveFigure", "attention_steps", "draw_attention_stage", "draw_gates",
            "figure_to_png", "gate_record"]
 __all__ += ["LayeredFigure", "PNGFigure", "Widget", "draw_matrix"]
+__all__ += ["AttentionExplorer", "AttentionMap", "attention_from_model", "attention_map", "draw_attention"]
