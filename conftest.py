@@ -34,12 +34,15 @@ def _browser_latency_summary(terminalreporter) -> None:
     if started is None or not latency.exists() or latency.stat().st_mtime < started:
         return
     data = json.loads(latency.read_text())
-    terminalreporter.section("widget latency in a real browser (slider -> new picture)")
+    terminalreporter.section("widget latency in a real browser (control -> new picture)")
     for notebook, widgets in data["notebooks"].items():
         for name, widget in widgets.items():
             for slider, w in widget["sliders"].items():
                 terminalreporter.write_line(f"{w['median_ms']:7.0f} ms  median of {len(w['samples_ms'])} moves  "
                                             f"{notebook} {name}, slider {slider!r}")
+            for control, w in widget.get("controls", {}).items():
+                terminalreporter.write_line(f"{w['median_ms']:7.0f} ms  median of {len(w['samples_ms'])} changes  "
+                                            f"{notebook} {name}, {w['kind']} {control!r}")
     terminalreporter.write_line(f"{data['median_ms']:7.0f} ms  overall median ({data['machine']}); "
                                 f"details in {latency.relative_to(Path(__file__).parent)}")
 

@@ -26,7 +26,9 @@ def test_moving_a_control_redraws_a_new_picture():
     slider.value = 2.5
     assert live.redraws == 2 and live.last_values == {"slope": 2.5}
     assert live.image.value != first
-    assert live.last_redraw_ms > 0 and "ms" in live.status.value
+    assert live.last_redraw_ms > 0 and "ms" in live.status.value and "data-redraws='2'" in live.status.value
+    slider.value = 2.5                       # no change, no redraw
+    assert live.redraws == 2
 
 
 def test_redraws_do_not_leak_figures():

@@ -5,10 +5,15 @@ For every notebook whose saved outputs contain a live widget (a code cell with a
 same rule, and finding none is a failure), in a throw-away JupyterLab driven by headless Chromium:
 
 1. the notebook runs top to bottom (Run All Cells) without an error, every widget shows up, and
-   moving each of its sliders with the keyboard brings a new picture (or, for a widget without a
-   picture, new numbers) into the page; slider -> new picture latency is measured over several
+   moving each of its sliders with the keyboard, choosing another option of each dropdown and
+   clicking each toggle button and checkbox brings a new picture (or, for a widget without a
+   picture, new numbers) into the page; control -> new picture latency is measured over several
    moves and written to ``test-artifacts/browser/latency.json`` (printed at the end of the run;
-   only a generous sanity bound is asserted, the machines are noisy);
+   only a generous sanity bound is asserted, the machines are noisy). A disabled control (e.g. a
+   head slider when the model has one head) is left alone. A move that the kernel answers with
+   the same picture (a control without a visible effect in the current state) is waited for by
+   LiveFigure's redraw counter (``data-redraws`` in its status line) instead of hanging, and is
+   counted as ``unchanged`` in the report;
 2. after Save, Close and Open again (the kernel still running) the widgets render again and still
    answer their sliders. JupyterLab 4 saves no widget *state* (``metadata.widgets``) by default,
    which is what the course wants (see ``tests/test_notebooks_committed.py``); the views come back
@@ -79,13 +84,23 @@ window.__seqlabSnap = (root) => {
     shown: text('.widget-html-content, .widget-output').filter(t => !/^redrawn in \d+ ms$/.test(t)),
     status: text('.widget-html-content').filter(t => /^redrawn in \d+ ms$/.test(t)).join(''),
     readouts: text('.widget-readout'),
+    redraws: [...root.querySelectorAll('[data-redraws]')].map(e => e.dataset.redraws).join('|'),
   };
 };
+// when a move has been answered: {at, picture} once a new picture has loaded (picture: true), or the
+// kernel's redraw counter moved on with the picture unchanged (picture: false); false while waiting
 window.__seqlabChanged = ([root, before]) => {
   const now = window.__seqlabSnap(root);
-  const picture = now.pictures.join('|') !== before.pictures.join('|') && now.loaded;
-  const numbers = before.pictures.length === 0 && now.shown.join('|') !== before.shown.join('|');
-  return (picture || numbers) ? performance.now() : false;
+  if (now.pictures.join('|') !== before.pictures.join('|')) {
+    return now.loaded ? {at: performance.now(), picture: true} : false;
+  }
+  if (before.pictures.length === 0 && now.shown.join('|') !== before.shown.join('|')) {
+    return {at: performance.now(), picture: true};
+  }
+  if (now.redraws && now.redraws !== before.redraws) {
+    return {at: performance.now(), picture: false};
+  }
+  return false;
 };
 window.__seqlabDigest = async (src) => {
   const bytes = await (await fetch(src)).arrayBuffer();
@@ -164,13 +179,51 @@ def _error_outputs(page) -> list[str]:
 
 
 def _sliders(widget) -> list[tuple[str, object]]:
-    """(label, first noUi handle) for each slider of a widget view."""
+    """(label, first noUi handle) for each slider of a widget view that can move (not disabled, not
+    a range of one value)."""
     sliders = []
     for i in range(widget.locator(".widget-slider").count()):
         slider = widget.locator(".widget-slider").nth(i)
-        label = slider.locator(".widget-label").first.text_content() or f"slider {i}"
-        sliders.append((label.strip(), slider.locator(".noUi-handle").first))
+        label = (slider.locator(".widget-label").first.text_content() or f"slider {i}").strip()
+        handle = slider.locator(".noUi-handle").first
+        low, high = (handle.get_attribute(a) for a in ("aria-valuemin", "aria-valuemax"))
+        if slider.locator("[disabled]").count() or low == high:
+            print(f"slider {label!r} is disabled or has one value: left alone")
+            continue
+        sliders.append((label, handle))
     return sliders
+
+
+def _other_controls(widget) -> list[tuple[str, str, object]]:
+    """(label, kind, element) for each enabled dropdown (two options or more), toggle button and
+    checkbox of a widget view: the controls that are not sliders."""
+    controls = []
+    for i in range(widget.locator(".widget-dropdown").count()):
+        box = widget.locator(".widget-dropdown").nth(i)
+        select = box.locator("select").first
+        if select.is_disabled() or select.locator("option").count() < 2:
+            continue
+        controls.append(((box.locator(".widget-label").first.text_content() or f"dropdown {i}").strip(), "dropdown",
+                         select))
+    for i in range(widget.locator("button.widget-toggle-button").count()):
+        button = widget.locator("button.widget-toggle-button").nth(i)
+        if not button.is_disabled():
+            controls.append(((button.text_content() or f"toggle {i}").strip(), "toggle", button))
+    for i in range(widget.locator(".widget-checkbox").count()):
+        box = widget.locator(".widget-checkbox").nth(i)
+        tick = box.locator("input[type=checkbox]").first
+        if not tick.is_disabled():
+            controls.append(((box.text_content() or f"checkbox {i}").replace("\u200b", "").strip(), "checkbox", tick))
+    return controls
+
+
+def _operate(kind: str, element) -> None:
+    """Move a non-slider control once: the next option of a dropdown (cycling), a click otherwise."""
+    if kind == "dropdown":
+        count = element.locator("option").count()
+        element.select_option(index=(element.evaluate("s => s.selectedIndex") + 1) % count)
+    else:
+        element.click()
 
 
 def _direction(handle) -> str:
@@ -182,14 +235,31 @@ def _direction(handle) -> str:
     pytest.fail(f"the slider handle cannot move (value {now}, range {low}..{high})", pytrace=False)
 
 
-def _move(page, widget, handle, key: str, what: str) -> float:
-    """Press ``key`` on a slider handle; wait for the new picture; return the latency in ms."""
+def _move(page, widget, act, what: str) -> tuple[float, bool]:
+    """Do ``act()`` (press a key on a slider, pick an option, click); wait for the kernel's answer;
+    return the latency in ms and whether the picture changed (see ``__seqlabChanged``)."""
     before = widget.evaluate("root => window.__seqlabSnap(root)")
     started = page.evaluate("performance.now()")
-    handle.press(key)
-    changed_at = _wait(page, "window.__seqlabChanged", f"a new picture (or new numbers) after {what}",
-                       REDRAW_TIMEOUT_S, arg=[widget.element_handle(), before]).json_value()
-    return changed_at - started
+    act()
+    answer = _wait(page, "window.__seqlabChanged", f"a new picture (or new numbers) after {what}",
+                   REDRAW_TIMEOUT_S, arg=[widget.element_handle(), before]).json_value()
+    return answer["at"] - started, answer["picture"]
+
+
+def _latency(page, widget, label: str, what: str, act, kernel_ms: list[int]) -> dict:
+    """LATENCY_MOVES moves by ``act(k)``; the median latency and the kernel's own redraw times."""
+    samples, unchanged = [], 0
+    for k in range(LATENCY_MOVES):
+        ms, picture = _move(page, widget, lambda: act(k), what)
+        samples.append(ms)
+        unchanged += not picture
+        status = widget.evaluate("root => window.__seqlabSnap(root).status")
+        if match := re.search(r"(\d+) ms", status):
+            kernel_ms.append(int(match.group(1)))
+    median = statistics.median(samples)
+    assert median < LATENCY_SANITY_MS, f"{what}: control -> picture took {samples} ms"
+    return {"median_ms": round(median, 1), "samples_ms": [round(x, 1) for x in samples], "kernel_redraw_ms": kernel_ms,
+            "unchanged": unchanged}
 
 
 # -- the three phases of one notebook ---------------------------------------------------------------
@@ -217,7 +287,8 @@ def _wait_widgets(page, notebook: str, when: str) -> object:
 
 
 def _sliders_redraw(page, notebook: str) -> dict:
-    """Phase 1: move every slider of every widget once, then the first one back and forth."""
+    """Phase 1: move every slider of every widget once, then each back and forth; then the same with
+    every dropdown (each option once), toggle button and checkbox."""
     stem = Path(notebook).stem
     widgets = _wait_widgets(page, notebook, "after Run All Cells")
     results = {}
@@ -225,38 +296,54 @@ def _sliders_redraw(page, notebook: str) -> dict:
         widget = widgets.nth(w)
         widget.scroll_into_view_if_needed()
         sliders = _sliders(widget)
-        assert sliders, (f"{notebook}: widget {w} has no slider (.widget-slider); this test moves sliders, "
-                         "so give it one or teach the test another control")
-        for s, (label, handle) in enumerate(sliders):
-            what = f"moving slider {label!r} of widget {w} in {notebook}"
-            shot = f"{stem}-widget{w}-{s}-{_slug(label)}"
+        assert sliders, (f"{notebook}: widget {w} has no slider that can move (.widget-slider, enabled); this test "
+                         "moves sliders, so give it one or teach the test another control")
+        results[f"widget{w}"] = entry = {"sliders": {}, "controls": {}, "unchanged_moves": []}
+
+        def check_move(label: str, act, what: str, shot: str, readout: bool) -> None:
             widget.screenshot(path=ARTIFACTS / f"{shot}-before.png")
             before = widget.evaluate("root => window.__seqlabSnap(root)")
             digests = [page.evaluate("window.__seqlabDigest", src) for src in before["pictures"]]
-            _move(page, widget, handle, _direction(handle), what)
+            _, picture = _move(page, widget, act, what)
             after = widget.evaluate("root => window.__seqlabSnap(root)")
             widget.screenshot(path=ARTIFACTS / f"{shot}-after.png")
-            if before["pictures"]:
+            if not picture:
+                print(f"{what}: the kernel redrew the same picture (the control has no visible effect here)")
+                entry["unchanged_moves"].append(label)
+            elif before["pictures"]:
                 new = [page.evaluate("window.__seqlabDigest", src) for src in after["pictures"]]
                 assert new != digests, f"{what}: the image was replaced by one with the same bytes"
-            assert after["readouts"] != before["readouts"], f"{what}: the slider's readout did not change"
+            if readout:
+                assert after["readouts"] != before["readouts"], f"{what}: the slider's readout did not change"
+
+        for s, (label, handle) in enumerate(sliders):
+            check_move(label, lambda: handle.press(_direction(handle)), f"moving slider {label!r} of widget {w} in "
+                       f"{notebook}", f"{stem}-widget{w}-{s}-{_slug(label)}", readout=True)
         # latency: each slider, back and forth
-        results[f"widget{w}"] = entry = {"sliders": {}}
         for label, handle in sliders:
-            key = _direction(handle)
-            samples, kernel_ms = [], []
-            for _ in range(LATENCY_MOVES):
-                samples.append(_move(page, widget, handle, key, f"moving slider {label!r} of widget {w} in {notebook}"))
-                status = widget.evaluate("root => window.__seqlabSnap(root).status")
-                if match := re.search(r"(\d+) ms", status):
-                    kernel_ms.append(int(match.group(1)))
-                key = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
-            median = statistics.median(samples)
-            entry["sliders"][label] = {"median_ms": round(median, 1), "samples_ms": [round(x, 1) for x in samples],
-                                       "kernel_redraw_ms": kernel_ms}
-            print(f"{notebook} widget {w}, slider {label!r}: slider -> new picture median {median:.0f} ms over "
-                  f"{len(samples)} moves (the kernel's own redraw: {kernel_ms} ms)")
-            assert median < LATENCY_SANITY_MS, f"{notebook} widget {w} {label!r}: slider -> picture took {samples} ms"
+            first = _direction(handle)
+            other = "ArrowLeft" if first == "ArrowRight" else "ArrowRight"
+            what = f"moving slider {label!r} of widget {w} in {notebook}"
+            kernel_ms: list[int] = []
+            entry["sliders"][label] = result = _latency(page, widget, label, what,
+                                                        lambda k: handle.press(first if k % 2 == 0 else other),
+                                                        kernel_ms)
+            print(f"{notebook} widget {w}, slider {label!r}: slider -> new picture median {result['median_ms']:.0f} ms "
+                  f"over {LATENCY_MOVES} moves (the kernel's own redraw: {kernel_ms} ms)")
+        # the other controls: each option of a dropdown once (and back to the first), a click on each
+        # toggle and checkbox; then the latency of LATENCY_MOVES more moves
+        for c, (label, kind, element) in enumerate(_other_controls(widget)):
+            what = f"changing {kind} {label!r} of widget {w} in {notebook}"
+            moves = element.locator("option").count() if kind == "dropdown" else 1
+            for m in range(moves):
+                check_move(label, lambda: _operate(kind, element), what,
+                           f"{stem}-widget{w}-{kind}{c}-{m}-{_slug(label)}", readout=False)
+            kernel_ms = []
+            entry["controls"][label] = result = _latency(page, widget, label, what,
+                                                         lambda k: _operate(kind, element), kernel_ms)
+            result["kind"] = kind
+            print(f"{notebook} widget {w}, {kind} {label!r}: change -> new picture median {result['median_ms']:.0f} ms "
+                  f"over {LATENCY_MOVES} changes (the kernel's own redraw: {kernel_ms} ms)")
         # how the picture is shown: its displayed width over its pixel width (> 1: stretched, blurry)
         entry["picture_scale"] = widget.evaluate("""root => [...root.querySelectorAll('img')].map(
             i => Math.round(100 * i.getBoundingClientRect().width / i.naturalWidth) / 100)""")
@@ -288,7 +375,8 @@ def _save_and_reopen(page, notebook: str, lab) -> None:
         _wait(page, "(root) => window.__seqlabSnap(root).loaded || !root.querySelector('img')",
               f"the picture of widget {w} in the reopened {notebook}", PAGE_TIMEOUT_S, arg=widget.element_handle())
         label, handle = _sliders(widget)[0]
-        _move(page, widget, handle, _direction(handle), f"moving slider {label!r} of widget {w} after reopening")
+        _move(page, widget, lambda: handle.press(_direction(handle)),
+              f"moving slider {label!r} of widget {w} after reopening")
         widget.screenshot(path=ARTIFACTS / f"{stem}-widget{w}-reopened.png")
 
 
@@ -345,8 +433,13 @@ def _write_latency(notebook: str, results: dict, chromium_version: str, run: str
             merged[part["notebook"]] = part["widgets"]
     samples = [ms for widgets in merged.values() for w in widgets.values() for slider in w["sliders"].values()
                for ms in slider["samples_ms"]]
+    others = [ms for widgets in merged.values() for w in widgets.values() for control in w.get("controls", {}).values()
+              for ms in control["samples_ms"]]
     summary = {"what": "slider key press -> new picture loaded in the page, in a real browser (ms)",
                "median_ms": round(statistics.median(samples), 1), "moves": len(samples),
+               "other_controls": {"what": "dropdown option / toggle / checkbox click -> new picture (ms)",
+                                  "median_ms": round(statistics.median(others), 1) if others else None,
+                                  "moves": len(others)},
                "chromium": chromium_version,
                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (timings are noisy on shared machines)",
                "notebooks": merged}

@@ -420,7 +420,7 @@ class AttentionPlot:
                  va="top", ha="left", linespacing=1.45, color="#555555")
         self.list_tokens = fig.text(panel_x + 0.3 / W, top_y - 2 * line, "", fontsize=FONT, va="top", ha="left",
                                     linespacing=1.45)
-        self.list_weights = fig.text(panel_x + 2.2 / W, top_y - 2 * line, "", fontsize=FONT, va="top", ha="right",
+        self.list_weights = fig.text(panel_x + 1.9 / W, top_y - 2 * line, "", fontsize=FONT, va="top", ha="right",
                                      linespacing=1.45)
         self.view_artists = [self.image, self.title, self.summary]
         # the chosen row: an outline, the weights written in, the query's label again in red

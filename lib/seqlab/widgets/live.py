@@ -99,8 +99,10 @@ class LiveFigure:
         self.last_redraw_ms = (time.perf_counter() - started) * 1000
         self.last_values = values
         self.redraws += 1
-        if self.show_timing:
-            self.status.value = f"<small>redrawn in {self.last_redraw_ms:.0f} ms</small>"
+        # data-redraws changes at every redraw, even one that gives the same picture (a control without
+        # a visible effect in this state): how a browser, or tests/browser, knows the kernel has answered
+        timing = f"redrawn in {self.last_redraw_ms:.0f} ms" if self.show_timing else ""
+        self.status.value = f"<small data-redraws='{self.redraws}'>{timing}</small>"
 
     @contextmanager
     def held(self, redraw: bool = True) -> Iterator[None]:
