@@ -1,0 +1,316 @@
+r"""Multi-head attention: :math:`h` self-attention heads side by side, concatenated, mixed by :math:`W^O`.
+
+One head (notebook 9) computes one weighting of the tokens. Multi-head attention runs :math:`h`
+of them in parallel, each in its own smaller subspace, so that different heads can look for
+different things (the previous token, the matching bracket, the subject of the verb):
+
+.. math::
+
+    \mathrm{head}_i = \mathrm{Attention}(Q W_i^Q,\; K W_i^K,\; V W_i^V), \qquad
+    \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{Q K^\top}{\sqrt{d_h}} + M\Big) V
+
+.. math::
+
+    \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O
+
+with :math:`W_i^Q, W_i^K, W_i^V \in \mathbb{R}^{E \times d_h}`, :math:`d_h = E / h` and
+:math:`W^O \in \mathbb{R}^{E \times E}` (:math:`E` = ``embed_dim``, :math:`h` = ``num_heads``).
+In self-attention :math:`Q = K = V = X`, the layer's input; in the decoder's cross-attention
+:math:`Q` comes from the decoder and :math:`K = V` from the encoder (the *memory*). Each head
+costs :math:`1/h` of a wide head, so :math:`h` heads cost about what one head of width
+:math:`E` costs.
+
+**The h heads are one matrix product.** Stacking the :math:`h` matrices :math:`W_i^Q` side by
+side gives one :math:`E \times E` matrix :math:`W^Q = [W_1^Q \dots W_h^Q]`; likewise
+:math:`W^K, W^V`. torch stores the three stacked, transposed, in one parameter:
+``in_proj_weight`` of shape ``(3E, E)`` is :math:`[W^Q; W^K; W^V]^\top` (rows ``0:E`` give the
+queries, ``E:2E`` the keys, ``2E:3E`` the values; rows ``i d_h:(i+1) d_h`` of each block are head
+:math:`i`'s :math:`(W_i^Q)^\top`). When keys or values have other sizes (``kdim``, ``vdim``) the
+three are separate: ``q_proj_weight`` ``(E, E)``, ``k_proj_weight`` ``(E, kdim)``,
+``v_proj_weight`` ``(E, vdim)``. ``out_proj`` is :math:`W^O` (an ``nn.Linear``). So:
+
+1. project once: :math:`Q W^Q` has shape ``(B, n, E)``;
+2. split the heads: ``view(B, n, h, d_h)`` then swap the middle axes -> ``(B, h, n, d_h)``;
+   column block :math:`i` of :math:`Q W^Q` *is* :math:`Q W_i^Q`, no data moves;
+3. attend in every head at once: :func:`seqlab.nn.attention.attend` on ``(B, h, n, d_h)``;
+4. concatenate: swap back and ``reshape(B, n, E)`` -- :math:`\mathrm{Concat}(\mathrm{head}_1..\mathrm{head}_h)`;
+5. mix the heads: multiply by :math:`W^O`.
+
+(Internally the tensors are kept sequence-first, ``(n, B, E)``, as torch does, so that the
+``(B, h)`` axes of the split heads sit next to each other in memory and the batched products need
+no copies; the shapes in the comments are the logical ones.)
+
+**Twin of torch.nn.MultiheadAttention.** Same constructor, parameter names, initialisation, masks
+and return values, so a torch ``state_dict`` loads with ``strict=True`` (and ours into torch's).
+Masks take torch's meaning at this boundary (:func:`seqlab.nn.masks.from_torch`): a boolean
+``attn_mask`` is True where attending is *blocked*, a boolean ``key_padding_mask`` is True at
+*padding*; float masks are added to the scores. They are converted once, merged with
+:func:`seqlab.nn.masks.merge_masks`, and the softmax is :func:`seqlab.nn.attention.attend`'s.
+
+Where seqlab differs from torch (each on purpose):
+
+- a query with no key to attend to (a fully masked row, an all-padding sequence) gets zero weights
+  and a zero attention output before :math:`W^O` (and zero gradients), where torch gives NaN;
+- ``is_causal=True`` without ``attn_mask`` builds the causal mask
+  (:func:`seqlab.nn.masks.causal_mask`: the ``L`` queries are the last ``L`` of the ``S`` key
+  positions), where torch raises. With an ``attn_mask``, that mask is used as given (``is_causal``
+  is then a hint, as in torch);
+- keyword-only extras: ``positional`` (a :class:`seqlab.nn.positional.PositionalEncoding` whose
+  ``rotate`` and ``score_bias`` hooks act on the split heads, for RoPE and ALiBi) and ``fused``
+  (use ``scaled_dot_product_attention`` when no weights are asked for).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab.nn.attention import attend
+from seqlab.nn.masks import causal_mask, check_mask, from_torch, merge_masks
+from seqlab.nn.positional import PositionalEncoding
+
+
+class MultiheadAttention(nn.Module):
+    r"""``forward(query, key, value)`` -> ``(attn_output, attn_weights)``, exactly as ``torch.nn.MultiheadAttention``.
+
+    Shapes (``L`` queries, ``S`` keys, batch ``B``): ``query`` ``(L, B, E)``, ``key`` ``(S, B, kdim)``,
+    ``value`` ``(S, B, vdim)`` -- or ``(B, L, E)`` etc. with ``batch_first=True``, or ``(L, E)`` etc.
+    for one unbatched sequence. ``attn_output`` has the query's shape; ``attn_weights`` is
+    ``(B, L, S)`` (the mean over heads) or, with ``average_attn_weights=False``, ``(B, h, L, S)``:
+    head by head, always batch first, after dropout (as torch returns them); ``None`` when
+    ``need_weights=False``. ``add_bias_kv`` / ``add_zero_attn`` append one learned / one zero
+    key-value pair, so ``S`` grows by one for each.
+
+    Keyword-only seqlab additions:
+
+    - ``positional``: a :class:`~seqlab.nn.positional.PositionalEncoding`. After the heads are
+      split, ``q, k = positional.rotate(q, k)`` (RoPE) and ``positional.score_bias(L, S)``
+      ``(h, L, S)`` is added to every batch row's scores (ALiBi). It is held by reference, not
+      registered as a submodule: the model that owns it (and shares it between layers) saves and
+      moves it, and this module's ``state_dict`` keeps exactly torch's keys.
+    - ``fused``: when True and ``need_weights=False``, attend with
+      ``torch.nn.functional.scaled_dot_product_attention`` (one fused kernel). Whenever weights are
+      requested the explicit path runs, so what is shown is what was computed.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None, *, positional: PositionalEncoding | None = None,
+                 fused: bool = False) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be positive, got embed_dim={embed_dim}, "
+                             f"num_heads={num_heads}")
+        if embed_dim % num_heads != 0:
+            divisors = [h for h in range(1, embed_dim + 1) if embed_dim % h == 0]
+            raise ValueError(f"embed_dim must be divisible by num_heads (each head gets d_h = embed_dim / "
+                             f"num_heads features), got embed_dim={embed_dim}, num_heads={num_heads}; "
+                             f"num_heads could be one of {divisors}")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"dropout must be a probability in [0, 1], got {dropout}")
+        if positional is not None and not isinstance(positional, PositionalEncoding):
+            raise TypeError(f"positional must be a seqlab.nn.positional.PositionalEncoding or None, "
+                            f"got {type(positional).__name__}")
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.head_dim = embed_dim // num_heads                                    # d_h
+        self.dropout, self.batch_first, self.fused = dropout, batch_first, fused
+        # Parameters are created in torch's order: nn.Linear's own initialisation of out_proj draws
+        # random numbers, so the same seed gives the same weights as torch.nn.MultiheadAttention.
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim, **factory))  # [W^Q; W^K; W^V]^T
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = nn.Parameter(torch.empty(embed_dim, embed_dim, **factory))     # (W^Q)^T
+            self.k_proj_weight = nn.Parameter(torch.empty(embed_dim, self.kdim, **factory))     # (W^K)^T
+            self.v_proj_weight = nn.Parameter(torch.empty(embed_dim, self.vdim, **factory))     # (W^V)^T
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim, **factory))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)                     # W^O
+        if add_bias_kv:
+            self.bias_k = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
+            self.bias_v = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self.positional = positional
+        self._reset_parameters()
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "positional":        # a reference, not a submodule (see the class docstring)
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def _reset_parameters(self) -> None:
+        """torch's initialisation: Xavier-uniform projections, zero biases, Xavier-normal bias_k/bias_v."""
+        if self._qkv_same_embed_dim:
+            nn.init.xavier_uniform_(self.in_proj_weight)
+        else:
+            nn.init.xavier_uniform_(self.q_proj_weight)
+            nn.init.xavier_uniform_(self.k_proj_weight)
+            nn.init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            nn.init.constant_(self.in_proj_bias, 0.0)
+            nn.init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            nn.init.xavier_normal_(self.bias_k)
+            nn.init.xavier_normal_(self.bias_v)
+
+    def projection_weights(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(W^Q)^T, (W^K)^T, (W^V)^T``: ``(E, E)``, ``(E, kdim)``, ``(E, vdim)`` (views of the parameters)."""
+        if self._qkv_same_embed_dim:
+            return self.in_proj_weight.chunk(3)
+        return self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        batched = self._check_inputs(query, key, value)
+        if not batched:                    # one sequence: a batch of one, in torch's batch axis
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        elif self.batch_first:             # (B, n, E) -> (n, B, E) views; see the module docstring
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        L, B, E = query.shape
+        S = key.shape[0]
+        H, d_h = self.num_heads, self.head_dim
+        mask = self._merged_mask(attn_mask, key_padding_mask, is_causal, batched, B, L, S, query)
+
+        # 1-2. project and split the heads: Q W_i^Q for every head i at once
+        W_q, W_k, W_v = self.projection_weights()
+        b_q, b_k, b_v = (None, None, None) if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
+        q = self._split_heads(F.linear(query, W_q, b_q))         # (B, H, L, d_h)
+        k = self._split_heads(F.linear(key, W_k, b_k))           # (B, H, S, d_h)
+        v = self._split_heads(F.linear(value, W_v, b_v))         # (B, H, S, d_h)
+        if self.positional is not None:
+            q, k = self.positional.rotate(q, k)                  # RoPE; the identity for other encodings
+        if self.bias_k is not None:                              # one learned key/value every query may read
+            k = torch.cat([k, self.bias_k.view(1, H, 1, d_h).expand(B, H, 1, d_h)], dim=2)
+            v = torch.cat([v, self.bias_v.view(1, H, 1, d_h).expand(B, H, 1, d_h)], dim=2)
+        if self.add_zero_attn:                                   # one all-zero key/value
+            k = torch.cat([k, k.new_zeros(B, H, 1, d_h)], dim=2)
+            v = torch.cat([v, v.new_zeros(B, H, 1, d_h)], dim=2)
+
+        # 3. attend in every head: softmax(q k^T / sqrt(d_h) + M) v
+        dropout_p = self.dropout if self.training else 0.0
+        fused = self.fused and not need_weights
+        z, weights = attend(q, k, v, mask, dropout_p=dropout_p, fused=fused)   # (B, H, L, d_h), (B, H, L, S')
+
+        # 4-5. concatenate the heads and mix them with W^O
+        z = z.permute(2, 0, 1, 3).reshape(L, B, E)               # Concat(head_1..head_h), (L, B, E)
+        attn_output = self.out_proj(z)                           # (L, B, E)
+        if not batched:
+            attn_output = attn_output.squeeze(1)
+        elif self.batch_first:
+            attn_output = attn_output.transpose(0, 1)            # (B, L, E)
+        if not need_weights:
+            return attn_output, None
+        if average_attn_weights:
+            weights = weights.mean(dim=1)                        # (B, L, S')
+        return attn_output, (weights if batched else weights.squeeze(0))
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        """``(n, B, E)`` -> ``(B, H, n, d_h)``: column block i of the projection is head i (a view, no copy)."""
+        n, B, _ = x.shape
+        return x.view(n, B, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+
+    def _merged_mask(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None, is_causal: bool,
+                     batched: bool, B: int, L: int, S: int, query: Tensor) -> Tensor | None:
+        """Every mask in seqlab's convention (True / 0 = may attend), merged, broadcastable to ``(B, H, L, S')``."""
+        H = self.num_heads
+        allowed = None
+        if attn_mask is not None:
+            shapes = [(L, S), (B * H, L, S)] if batched else [(L, S), (H, L, S)]
+            self._check_mask("attn_mask", attn_mask, shapes, "True = may not attend, or added to the scores", query)
+            allowed = from_torch(attn_mask, query.dtype)
+            if allowed.dim() == 3:
+                allowed = allowed.view(B, H, L, S)                # torch's (B*H, L, S) is batch-major
+        elif is_causal:
+            if L > S:
+                raise ValueError(f"is_causal=True without attn_mask builds a causal mask, which needs no more "
+                                 f"queries than keys (the queries are the last L of S positions), got L={L}, S={S}")
+            allowed = causal_mask(L, S, device=query.device)      # (L, S)
+        padding = None
+        if key_padding_mask is not None:
+            shapes = [(B, S)] if batched else [(S,)]
+            self._check_mask("key_padding_mask", key_padding_mask, shapes, "True at padding, or added to the scores",
+                             query)
+            padding = from_torch(key_padding_mask, query.dtype).view(B, 1, 1, S)
+        bias = None
+        if self.positional is not None:
+            bias = self.positional.score_bias(L, S, device=query.device, dtype=query.dtype)   # (H, L, S) or None
+            if bias is not None and tuple(bias.shape) != (H, L, S):
+                raise ValueError(f"positional.score_bias({L}, {S}) must have shape {(H, L, S)} (heads, queries, "
+                                 f"keys), got {tuple(bias.shape)}")
+        mask = merge_masks(allowed, padding, bias)
+        extra = int(self.bias_k is not None) + int(self.add_zero_attn)
+        if mask is not None and extra:                           # the appended keys are open to every query
+            mask = F.pad(mask, (0, extra), value=True if mask.dtype == torch.bool else 0.0)
+        return mask
+
+    @staticmethod
+    def _check_mask(name: str, mask: Tensor, shapes: list[tuple[int, ...]], what: str, query: Tensor) -> None:
+        check_mask(name, mask, shapes, what=what)
+        if mask.device != query.device:
+            raise RuntimeError(f"{name} is on {mask.device} but the query is on {query.device}")
+
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
+        """Raise naming what was expected and what came; return whether the inputs are batched."""
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"{name} must be a tensor, got {type(x).__name__}")
+        batched = query.dim() == 3
+        layout = "(B, {n}, {f})" if self.batch_first else "({n}, B, {f})"
+        if query.dim() not in (2, 3):
+            raise ValueError(f"query must be 3-D {layout.format(n='L', f=self.embed_dim)} or 2-D "
+                             f"(L, {self.embed_dim}) for one unbatched sequence, got shape {tuple(query.shape)}")
+        for name, x, size, size_name, n in (("query", query, self.embed_dim, "embed_dim", "L"),
+                                            ("key", key, self.kdim, "kdim", "S"), ("value", value, self.vdim, "vdim", "S")):
+            if x.dim() != query.dim() or x.shape[-1] != size:
+                expected = layout.format(n=n, f=size) if batched else f"({n}, {size})"
+                raise ValueError(f"{name} must have shape {expected} ({size} = {size_name}), got {tuple(x.shape)}")
+        if batched:
+            b = 0 if self.batch_first else 1
+            if not query.shape[b] == key.shape[b] == value.shape[b]:
+                raise ValueError(f"query, key and value must have the same batch size (dimension {b}), got "
+                                 f"{query.shape[b]}, {key.shape[b]} and {value.shape[b]}")
+        s = 1 if batched and self.batch_first else 0
+        if key.shape[s] != value.shape[s]:
+            raise ValueError(f"key and value must have the same length S (one value per key, dimension {s}), "
+                             f"got key {tuple(key.shape)} and value {tuple(value.shape)}")
+        weight = self.out_proj.weight
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x.device != weight.device:
+                raise RuntimeError(f"{name} is on {x.device} but the parameters are on {weight.device}")
+            if x.dtype != weight.dtype:
+                raise TypeError(f"{name} has dtype {x.dtype} but the parameters have {weight.dtype}; "
+                                f"convert one of them with .to()")
+        return batched
+
+    def extra_repr(self) -> str:
+        extras = [f"embed_dim={self.embed_dim}", f"num_heads={self.num_heads}", f"head_dim={self.head_dim}"]
+        if not self._qkv_same_embed_dim:
+            extras += [f"kdim={self.kdim}", f"vdim={self.vdim}"]
+        if self.dropout:
+            extras.append(f"dropout={self.dropout}")
+        if self.batch_first:
+            extras.append("batch_first=True")
+        if self.bias_k is not None:
+            extras.append("add_bias_kv=True")
+        if self.add_zero_attn:
+            extras.append("add_zero_attn=True")
+        if self.positional is not None:
+            extras.append(f"positional={type(self.positional).__name__}")
+        if self.fused:
+            extras.append("fused=True")
+        return ", ".join(extras)
