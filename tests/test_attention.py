@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from seqlab.nn.attention import SCORES, Attention
 from seqlab.nn.masks import padding_mask
-from seqlab.nn.seq2seq import Seq2Seq, Seq2SeqConfig
+from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 
 def randn(*shape, seed=0):

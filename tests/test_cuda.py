@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from seqlab.nn import GRU, LSTM, RNN
-from seqlab.nn.charlm import CharLM, CharLMConfig
+from seqlab.nn.masks import causal_mask
+from seqlab.nn.multihead import MultiheadAttention
+from seqlab.models.charlm import CharLM, CharLMConfig
 from seqlab.train import evaluate, lm_loss, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch sees none)")
@@ -105,3 +107,108 @@ def test_training_on_cuda_matches_training_on_the_cpu():
         curves[device] = torch.tensor(history.train_loss)
     assert (curves["cuda"] - curves["cpu"]).abs().max() < 1e-3
     assert curves["cuda"][-5:].mean() < curves["cuda"][:5].mean()
+
+
+# --- multi-head attention -------------------------------------------------------------------------
+
+MHA_MASKS = {
+    "none": {},
+    "causal": {"is_causal": True},                                   # seqlab builds it; torch gets it given
+    "bool_2d_and_padding": {"attn_mask": "bool_2d", "key_padding_mask": "padding"},
+    "float_3d": {"attn_mask": "float_3d"},
+}
+
+
+def mha_masks(name: str, B: int, H: int, L: int, S: int, device) -> tuple[dict, dict]:
+    """Forward kwargs for seqlab and for torch (torch needs the causal mask spelled out)."""
+    g = torch.Generator().manual_seed(1)
+    blocked = torch.rand(L, S, generator=g) < 0.4
+    blocked[:, 0] = False                                            # every query keeps a key (torch: no NaN)
+    padding = torch.zeros(B, S, dtype=torch.bool)
+    padding[1, S // 2:] = True
+    float_3d = torch.randn(B * H, L, S, generator=g).masked_fill(torch.rand(B * H, L, S, generator=g) < 0.3,
+                                                                 float("-inf"))
+    float_3d[..., 0] = 0.0
+    made = {"bool_2d": blocked, "padding": padding, "float_3d": float_3d}
+    ours = {k: (made[v].to(device) if isinstance(v, str) else v) for k, v in MHA_MASKS[name].items()}
+    theirs = dict(ours)
+    if name == "causal":            # torch raises without attn_mask; with is_causal its SDPA path would align top-left
+        theirs = {"attn_mask": ~causal_mask(L, S, device=device)}
+    return ours, theirs
+
+
+def mha_forward_backward(module, query, memory, **kwargs) -> list[torch.Tensor]:
+    """Output, weights, and the gradients of the inputs and every parameter (by name), on the CPU in float64."""
+    query = query.detach().clone().requires_grad_()
+    memory = memory.detach().clone().requires_grad_()
+    out, weights = module(query, memory, memory, **kwargs)
+    loss = out.sin().sum() + (0.0 if weights is None else weights.cos().sum())
+    loss.backward()
+    tensors = [out, *([] if weights is None else [weights]), query.grad, memory.grad,
+               *(p.grad for _, p in sorted(module.named_parameters()))]
+    return [t.detach().double().cpu() for t in tensors]
+
+
+def max_error(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    assert [t.shape for t in a] == [t.shape for t in b]
+    return max((x - y).abs().max().item() for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])
+@pytest.mark.parametrize("masks", list(MHA_MASKS))
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seq_first", "batch_first"])
+def test_multihead_attention_on_cuda_matches_torch(batch_first, masks, fused):
+    """seqlab on the GPU vs torch.nn on the GPU and vs torch.nn on the CPU in float64: outputs, per-head
+    weights (explicit path) and every gradient; the fused path (SDPA, no weights) against torch's SDPA path."""
+    E, H, B, L, S = 32, 4, 3, 6, 9
+    torch.manual_seed(0)
+    reference = torch.nn.MultiheadAttention(E, H, batch_first=batch_first)
+    with torch.no_grad():
+        reference.in_proj_bias.normal_()
+        reference.out_proj.bias.normal_()
+    ours = MultiheadAttention(E, H, batch_first=batch_first, fused=fused)
+    ours.load_state_dict(reference.state_dict())
+    shape = (lambda n: (B, n, E)) if batch_first else (lambda n: (n, B, E))
+    query, memory = torch.randn(*shape(L)), torch.randn(*shape(S))
+    need = {"need_weights": not fused, "average_attn_weights": False}
+    ours_kw, theirs_kw = mha_masks(masks, B, H, L, S, "cpu")
+    exact = mha_forward_backward(reference.double(), query.double(), memory.double(), **need,
+                                 **{k: (v.double() if v.is_floating_point() else v) for k, v in theirs_kw.items()})
+    ours_kw, theirs_kw = mha_masks(masks, B, H, L, S, "cuda")
+    on_gpu = mha_forward_backward(reference.float().cuda(), query.cuda(), memory.cuda(), **need, **theirs_kw)
+    mine = mha_forward_backward(ours.cuda(), query.cuda(), memory.cuda(), **need, **ours_kw)
+    assert all(p.is_cuda for p in ours.parameters())
+    error_vs_exact, error_vs_torch = max_error(mine, exact), max_error(mine, on_gpu)
+    torch_vs_exact = max_error(on_gpu, exact)
+    assert error_vs_exact <= max(TOL, 2 * torch_vs_exact), (error_vs_exact, torch_vs_exact)
+    assert error_vs_torch <= max(TOL, 2 * torch_vs_exact), (error_vs_torch, torch_vs_exact)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])
+def test_multihead_attention_fully_masked_rows_on_cuda_give_zeros(fused):
+    torch.manual_seed(0)
+    mha = MultiheadAttention(16, 4, batch_first=True, fused=fused).cuda()
+    query = torch.randn(2, 5, 16, device="cuda", requires_grad=True)
+    memory = torch.randn(2, 7, 16, device="cuda", requires_grad=True)
+    attn_mask = torch.zeros(5, 7, dtype=torch.bool, device="cuda")
+    attn_mask[1] = True                                              # query 1 may attend to nothing
+    key_padding_mask = torch.zeros(2, 7, dtype=torch.bool, device="cuda")
+    key_padding_mask[1] = True                                       # sequence 1 is all padding
+    out, _ = mha(query, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                 need_weights=not fused)
+    out.square().sum().backward()
+    bias = mha.out_proj.bias.detach()                                # a zero attention output, through W^O
+    assert torch.equal(out[:, 1].detach(), bias.expand(2, 16)) and torch.equal(out[1].detach(), bias.expand(5, 16))
+    assert torch.isfinite(query.grad).all() and torch.isfinite(memory.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+
+
+def test_multihead_attention_names_devices_in_its_errors():
+    mha = MultiheadAttention(16, 4, batch_first=True).cuda()
+    x = torch.randn(2, 5, 16, device="cuda")
+    with pytest.raises(RuntimeError, match=r"query is on cpu but the parameters are on cuda:0"):
+        mha(x.cpu(), x, x)
+    with pytest.raises(RuntimeError, match=r"attn_mask is on cpu but the query is on cuda:0"):
+        mha(x, x, x, attn_mask=torch.zeros(5, 5, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match=r"key_padding_mask is on cpu but the query is on cuda:0"):
+        mha(x, x, x, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool))

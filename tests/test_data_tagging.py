@@ -1,14 +1,14 @@
-"""seqlab.data.tagging: the word-boundary and question tasks cut from Shakespeare, and PaddedBatches."""
+"""seqlab.data.tagging: the word-boundary and question tasks cut from Shakespeare, batched by
+seqlab.data.batching.PaddedBatches."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from seqlab.data import Vocab
+from seqlab.data import IGNORE_INDEX, PaddedBatches, Vocab
 from seqlab.data.tagging import (
-    IGNORE_INDEX, LabelledLine, PaddedBatches, TaggedLine, question_data, remove_spaces, restore_spaces, sentences,
-    tag_lines, word_boundary_data,
+    LabelledLine, TaggedLine, question_data, remove_spaces, restore_spaces, sentences, tag_lines, word_boundary_data,
 )
 
 

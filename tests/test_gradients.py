@@ -13,7 +13,7 @@ from seqlab.gradients import (ACTIVATIONS, bptt_step, gradient_norms_through_tim
                               linear_gradient_norms, random_rnn_weights, rnn_backward, rnn_forward,
                               scale_to_spectral_radius, spectral_radius)
 from seqlab.nn import RNN
-from seqlab.nn.charlm import CharLM, CharLMConfig
+from seqlab.models.charlm import CharLM, CharLMConfig
 
 T, B, I, H = 7, 3, 4, 5
 

@@ -13,9 +13,9 @@ import torch  # noqa: E402
 
 from seqlab.data import adding_problem  # noqa: E402
 from seqlab.long_range import (  # noqa: E402
-    AddingBatches, AddingConfig, SequenceRegressor, mse_loss, plot_runs, tolerance_accuracy, train_adding,
-    trivial_baseline,
+    AddingBatches, AddingConfig, mse_loss, plot_runs, tolerance_accuracy, train_adding, trivial_baseline,
 )
+from seqlab.models import SequenceRegressor  # noqa: E402
 
 TINY = AddingConfig(length=6, hidden_size=4, batch_size=8, steps=6, eval_size=32, eval_every=3)
 

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RecurrentTrace, RNNCell
+from seqlab.nn import CELLS as CELL_NAMES
+from seqlab.nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RecurrentTrace, RNNCell, recurrent_layer
 
 TOL = 1e-5
 T, B, I, H = 5, 3, 4, 6
@@ -517,3 +518,22 @@ def test_packed_input_feature_size_error():
     packed = pack_padded_sequence(torch.randn(5, 3, 7), torch.tensor([5, 2, 1]))
     with pytest.raises(ValueError, match=r"expected a PackedSequence of 4 features, got 7"):
         GRU(4, 6)(packed)
+
+
+@pytest.mark.parametrize("cell", CELL_NAMES)
+def test_recurrent_layer_builds_ours_or_torchs_by_name(cell):
+    ours = recurrent_layer(cell, 3, 5, 2, 0.1, bidirectional=True)
+    theirs = recurrent_layer(cell, 3, 5, 2, 0.1, bidirectional=True, reference=True)
+    assert type(ours) is {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell]
+    assert type(theirs) is {"rnn": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell]
+    for m in (ours, theirs):
+        assert (m.input_size, m.hidden_size, m.num_layers, m.dropout) == (3, 5, 2, 0.1)
+        assert m.batch_first and m.bidirectional
+    assert repr(ours) == repr(theirs)
+    ours.load_state_dict(theirs.state_dict())        # same parameter names and shapes
+
+
+def test_recurrent_layer_passes_extra_arguments_and_rejects_unknown_cells():
+    assert recurrent_layer("rnn", 2, 4, nonlinearity="relu", bias=False).nonlinearity == "relu"
+    with pytest.raises(ValueError, match=r"cell must be one of \('rnn', 'lstm', 'gru'\), got 'transformer'"):
+        recurrent_layer("transformer", 2, 4)

@@ -11,9 +11,9 @@ import torch.nn.functional as F
 
 from seqlab.data import make_dates
 from seqlab.data.pairs import PAIR_SPECIALS, PairBatches, pair_vocabs, teacher_forcing
-from seqlab.data.tagging import IGNORE_INDEX
+from seqlab.data.batching import IGNORE_INDEX
 from seqlab.decoding import Hypothesis, beam_search
-from seqlab.nn.seq2seq import Seq2Seq, Seq2SeqConfig, seq2seq_loss
+from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig, seq2seq_loss
 from seqlab.train import train
 
 # -- data -----------------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
-"""seqlab.tagging (losses, scores, CountTagger) and seqlab.nn.readout (SequenceTagger, SequenceClassifier)."""
+"""seqlab.tagging (losses, scores, CountTagger) and seqlab.models.readout (SequenceTagger, SequenceClassifier)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from seqlab.data.tagging import IGNORE_INDEX, PaddedBatches, TaggedLine
-from seqlab.nn.readout import SequenceClassifier, SequenceTagger
+from seqlab.data import IGNORE_INDEX, PaddedBatches
+from seqlab.data.tagging import TaggedLine
+from seqlab.models.readout import SequenceClassifier, SequenceTagger
 from seqlab.tagging import CountTagger, classification_loss, evaluate_tagger, predict, scores, tag_line, tagging_loss
 from seqlab.train import train
 

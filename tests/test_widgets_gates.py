@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from seqlab.data import Vocab  # noqa: E402
-from seqlab.nn.charlm import CharLM, CharLMConfig  # noqa: E402
+from seqlab.models.charlm import CharLM, CharLMConfig  # noqa: E402
 from seqlab.widgets import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record  # noqa: E402
 from seqlab.widgets.gates import step_table  # noqa: E402
 

@@ -289,7 +289,7 @@ ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (
 def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """How strongly the loss at the last step depends on each earlier input, for a char model.
 
-    ``model`` is a :class:`seqlab.nn.charlm.CharLM` (embedding ``model.embed``, recurrent layer
+    ``model`` is a :class:`seqlab.models.charlm.CharLM` (embedding ``model.embed``, recurrent layer
     ``model.rnn``, read-out ``model.head``); ``x``, ``y`` ``(B, T)`` ids as from ``LMBatches``.
     The loss is the cross-entropy of the prediction at the last position, ``L_T``. Returns
     ``(T,)``: entry ``k`` is ||dL_T / de_{T-k}||, the norm of its gradient with respect to the

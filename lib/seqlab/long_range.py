@@ -8,8 +8,9 @@ needed only after the last step, so the model must carry the first marked value 
 
 Everything a notebook needs to run the comparison fairly, in one call per model:
 
-- :class:`SequenceRegressor`: a many-to-one model, seqlab's own RNN/LSTM/GRU followed by a linear
-  read-out of the last hidden state, :math:`\hat y = w^\top h_T + b`.
+- the model, :class:`seqlab.models.SequenceRegressor` (many-to-one: seqlab's own RNN/LSTM/GRU
+  followed by a linear read-out of the last hidden state, :math:`\hat y = w^\top h_T + b`), is
+  in :mod:`seqlab.models.regressor`; this module trains and compares it.
 - :class:`AddingBatches`: fresh training batches, the same ones for every model and every run.
 - :func:`train_adding`: train one model for a fixed number of steps (same data, optimiser,
   learning rate, clipping and seed for every cell type) and return a :class:`MemoryRun`.
@@ -31,43 +32,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.data.synthetic import adding_problem
+from seqlab.models.regressor import SequenceRegressor
+from seqlab.nn import CELLS
 from seqlab.train import History, train
 
-__all__ = ["AddingBatches", "AddingConfig", "CELLS", "MemoryRun", "SequenceRegressor", "TOLERANCE",
+__all__ = ["AddingBatches", "AddingConfig", "MemoryRun", "TOLERANCE",
            "mse_loss", "plot_runs", "tolerance_accuracy", "train_adding", "trivial_baseline"]
 
-CELLS = ("rnn", "lstm", "gru")
 TOLERANCE = 0.04            # Hochreiter & Schmidhuber (1997): a sequence counts as solved within 0.04
 _TRAIN_SEED_STRIDE = 1_000_003   # batch k of seed s is drawn with seed s * stride + k
 _EVAL_SEED = 2**31 - 1           # the validation set: never one of the training batches
-
-
-class SequenceRegressor(nn.Module):
-    """Many-to-one: a recurrent layer reads ``x`` (B, T, I); a linear map of ``h_T`` predicts one number.
-
-    ``cell`` is ``'rnn'``, ``'lstm'`` or ``'gru'`` (seqlab's from-scratch layers, batch first).
-    ``forward`` returns predictions of shape (B,); ``forward(x, return_trace=True)`` also returns
-    the recurrent layer's :class:`~seqlab.nn.RecurrentTrace` (gates and states per step).
-    """
-
-    def __init__(self, cell: str, input_size: int = 2, hidden_size: int = 32):
-        super().__init__()
-        from seqlab.nn import GRU, LSTM, RNN
-
-        if cell not in CELLS:
-            raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
-        self.cell = cell
-        self.rnn = {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell](input_size, hidden_size, batch_first=True)
-        self.readout = nn.Linear(hidden_size, 1)
-
-    def forward(self, x: Tensor, *, return_trace: bool = False):
-        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.rnn.input_size:
-            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(f"SequenceRegressor expects x of shape (B, T, {self.rnn.input_size}), got {shape}")
-        out = self.rnn(x, return_trace=return_trace)
-        output = out[0]                                      # (B, T, H)
-        y_hat = self.readout(output[:, -1]).squeeze(-1)      # (B,): read h_T only
-        return (y_hat, out[2]) if return_trace else y_hat
 
 
 @dataclass(frozen=True)

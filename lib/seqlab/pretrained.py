@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from seqlab.data import LMBatches, char_lm_data
-from seqlab.nn.charlm import CharLM, CharLMConfig
+from seqlab.models.charlm import CharLM, CharLMConfig
 from seqlab.train import evaluate, lm_loss, load_checkpoint
 
 ENV_VAR = "SEQLAB_CHECKPOINTS"

@@ -1,6 +1,6 @@
 """Training and scoring helpers for sequence tagging and sequence classification (notebook 6).
 
-Batches are ``(ids, targets, lengths)`` as :class:`seqlab.data.tagging.PaddedBatches` makes
+Batches are ``(ids, targets, lengths)`` as :class:`seqlab.data.batching.PaddedBatches` makes
 them; targets equal to ``IGNORE_INDEX`` (padding, positions without a decision) are left out of
 the loss and of every score. The losses have the ``loss_fn(model, batch)`` signature that
 :func:`seqlab.train.train` and :func:`seqlab.train.evaluate` expect.
@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seqlab.data.tagging import IGNORE_INDEX, TaggedLine
+from seqlab.data.batching import IGNORE_INDEX
+from seqlab.data.tagging import TaggedLine
 
 Batch = tuple[Tensor, Tensor, Tensor]
 

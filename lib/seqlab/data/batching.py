@@ -8,7 +8,9 @@ input is the first ``seq_len`` and the target the last ``seq_len`` (the next id 
     y:         h e _ c a t      (B, T)
 
 Variable-length sequences (sentences, dates) are padded to the longest in the batch and
-come with their lengths, so models can ignore the padding.
+come with their lengths, so models can ignore the padding (:func:`pad_sequences`,
+:class:`PaddedBatches`); padded targets hold ``IGNORE_INDEX`` (-100, the default
+``ignore_index`` of ``torch.nn.functional.cross_entropy``), so losses leave them out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Generic, TypeVar
 import torch
 
 T = TypeVar("T")
+
+IGNORE_INDEX = -100  # target value that losses and metrics skip (padding, the end of a line)
 
 
 @dataclass(frozen=True)
@@ -147,3 +151,86 @@ def pad_sequences(seqs: Sequence[torch.Tensor], pad_id: int = 0, *, batch_first:
     for i, s in enumerate(seqs):
         padded[i, : len(s)] = s
     return (padded if batch_first else padded.t().contiguous()), lengths
+
+
+class PaddedBatches:
+    """Padded batches of variable-length examples; one pass over it is one epoch.
+
+    ``examples`` are pairs ``(ids, target)``: ``ids`` a 1-D long tensor, ``target`` either a
+    tensor of the same length (tagging) or an int (classification). An example with ``ids`` and
+    ``tags`` attributes (:class:`seqlab.data.tagging.TaggedLine`) counts as ``(ids, tags)``, one
+    with ``ids`` and ``label`` (:class:`~seqlab.data.tagging.LabelledLine`) as ``(ids, label)``.
+    Each batch is::
+
+        ids      (B, T_max) long, padded with pad_id
+        targets  (B, T_max) long, padded with IGNORE_INDEX   -- or (B,) for int targets
+        lengths  (B,) long
+
+    The order is shuffled with ``seed`` + epoch number (every run the same); ``shuffle=False``
+    keeps the examples' order, e.g. for evaluation.
+    """
+
+    def __init__(self, examples: Sequence, batch_size: int, *, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = False, pad_id: int = 0):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if len(examples) == 0:
+            raise ValueError("PaddedBatches needs at least one example")
+        self.pairs = [self._pair(i, e) for i, e in enumerate(examples)]
+        if drop_last and len(self.pairs) < batch_size:
+            raise ValueError(f"batch_size={batch_size} with drop_last=True needs at least {batch_size} "
+                             f"examples, got {len(self.pairs)}")
+        self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.drop_last, self.pad_id = drop_last, pad_id
+        self.epoch = 0
+
+    @staticmethod
+    def _pair(index: int, example) -> tuple[torch.Tensor, torch.Tensor | int]:
+        if hasattr(example, "ids") and hasattr(example, "tags"):       # e.g. data.tagging.TaggedLine
+            ids, target = example.ids, example.tags
+        elif hasattr(example, "ids") and hasattr(example, "label"):    # e.g. data.tagging.LabelledLine
+            ids, target = example.ids, example.label
+        else:
+            ids, target = example
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.dtype != torch.long or len(ids) == 0:
+            got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) \
+                else type(ids).__name__
+            raise ValueError(f"example {index}: ids must be a non-empty 1-D torch.long tensor, got {got}")
+        if isinstance(target, torch.Tensor) and target.dim() == 1:
+            if target.shape != ids.shape:
+                raise ValueError(f"example {index}: one tag per id expected, got {len(ids)} ids and "
+                                 f"{len(target)} tags")
+        elif isinstance(target, torch.Tensor) and target.dim() == 0:
+            target = int(target)
+        elif not isinstance(target, int):
+            raise ValueError(f"example {index}: target must be a 1-D tensor of tags or an int label, "
+                             f"got {type(target).__name__}")
+        return ids, target
+
+    def __len__(self) -> int:
+        full, rest = divmod(len(self.pairs), self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def collate(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor | int]]
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Pad a list of ``(ids, target)`` pairs into one batch ``(ids, targets, lengths)``."""
+        lengths = torch.tensor([len(ids) for ids, _ in pairs], dtype=torch.long)
+        ids = torch.full((len(pairs), int(lengths.max())), self.pad_id, dtype=torch.long)
+        for b, (seq, _) in enumerate(pairs):
+            ids[b, :len(seq)] = seq
+        if isinstance(pairs[0][1], int):
+            targets = torch.tensor([t for _, t in pairs], dtype=torch.long)
+        else:
+            targets = torch.full_like(ids, IGNORE_INDEX)
+            for b, (_, tags) in enumerate(pairs):
+                targets[b, :len(tags)] = tags
+        return ids, targets, lengths
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        if self.shuffle:
+            order = torch.randperm(len(self.pairs), generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        else:
+            order = torch.arange(len(self.pairs))
+        self.epoch += 1
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            yield self.collate([self.pairs[i] for i in order[start:start + self.batch_size].tolist()])

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from seqlab.data.tagging import IGNORE_INDEX, PaddedBatches
+from seqlab.data.batching import IGNORE_INDEX, PaddedBatches
 from seqlab.data.vocab import BOS, EOS, PAD, Vocab
 
 PAIR_SPECIALS = (PAD, BOS, EOS)     # ids 0, 1, 2 in every vocabulary made by pair_vocabs
@@ -51,7 +51,7 @@ class PairBatches(PaddedBatches):
         tgt_out      (B, T_max + 1) long: target + <eos>, padded with IGNORE_INDEX (-100), which
                      the loss leaves out
 
-    Shuffling, ``len`` and ``drop_last`` work as in :class:`~seqlab.data.tagging.PaddedBatches`.
+    Shuffling, ``len`` and ``drop_last`` work as in :class:`~seqlab.data.batching.PaddedBatches`.
     """
 
     def __init__(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], batch_size: int, *,

@@ -2,12 +2,16 @@
 
 Recurrent models (one module per lecture concept): ``rnn`` (``RNN``, ``RNNCell``), ``lstm``
 (``LSTM``, ``LSTMCell``), ``gru`` (``GRU``, ``GRUCell``). Their shared machinery -- layers,
-directions, padded batches, input checks, the fused scan -- is in ``seqlab.nn._recurrent``.
+directions, padded batches, input checks, the fused scan -- is in ``seqlab.nn._recurrent``;
+``recurrent_layer(cell, ...)`` builds one of them by name (``cell`` in ``CELLS``).
+
+``seqlab.nn`` holds the torch.nn twins and their building blocks; the task models built from
+them (CharLM, Seq2Seq, the taggers, the regressor) are in :mod:`seqlab.models`.
 """
 
-from seqlab.nn._recurrent import RecurrentTrace
+from seqlab.nn._recurrent import CELLS, RecurrentTrace, recurrent_layer
 from seqlab.nn.gru import GRU, GRUCell
 from seqlab.nn.lstm import LSTM, LSTMCell
 from seqlab.nn.rnn import RNN, RNNCell
 
-__all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace"]
+__all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer"]

@@ -9,6 +9,8 @@ the new state. Everything that does not depend on which cell it is lives here:
   layers, runs the reverse direction, applies dropout between layers, handles ``lengths`` and
   ``PackedSequence`` input, and assembles the optional ``RecurrentTrace``.
 - ``CellBase``: the same for the single-step ``*Cell`` modules.
+- ``recurrent_layer`` (with ``CELLS``): build a batch-first RNN / LSTM / GRU by name, seqlab's or
+  torch.nn's; the task models of :mod:`seqlab.models` all get their recurrent part from it.
 - Two ways to run one layer in one direction over time (``_scan_reference`` and
   ``_FusedScan``). Both first compute ``W_ih x_t + b`` for all time steps in one matrix
   product (it does not depend on the recurrence), then give the same numbers:
@@ -595,3 +597,31 @@ class CellBase(nn.Module):
         if not batched:
             states = tuple(s.unsqueeze(0) for s in states)
         return x, states, batched
+
+
+# -- one factory for the task models -----------------------------------------------------------
+CELLS = ("rnn", "lstm", "gru")
+
+
+def recurrent_layer(cell: str, input_size: int, hidden_size: int, num_layers: int = 1, dropout: float = 0.0,
+                    *, bidirectional: bool = False, reference: bool = False, **kwargs) -> nn.Module:
+    """A batch-first recurrent layer by name: seqlab's ``RNN``/``LSTM``/``GRU``, or torch.nn's twin.
+
+    ``cell`` is one of :data:`CELLS`. Every task model in :mod:`seqlab.models` (CharLM, Seq2Seq,
+    the taggers, the regressor) builds its recurrent part here; ``reference=True`` gives the
+    ``torch.nn`` class with the same arguments, for comparisons. Further keyword arguments
+    (``bias``, ``nonlinearity``, ...) go to the class unchanged.
+    """
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+    if reference:
+        module = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[cell]
+    else:
+        # Imported here: rnn.py, lstm.py and gru.py import this module, so a top-level import would be circular.
+        from seqlab.nn.gru import GRU
+        from seqlab.nn.lstm import LSTM
+        from seqlab.nn.rnn import RNN
+
+        module = {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell]
+    return module(input_size, hidden_size, num_layers=num_layers, dropout=dropout, batch_first=True,
+                  bidirectional=bidirectional, **kwargs)

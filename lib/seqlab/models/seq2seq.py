@@ -35,14 +35,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.data.batching import pad_sequences
+from seqlab.data.batching import IGNORE_INDEX, pad_sequences
 from seqlab.data.pairs import teacher_forcing
-from seqlab.data.tagging import IGNORE_INDEX
 from seqlab.decoding import Hypothesis, State, beam_search
+from seqlab.models._checks import check_ids
+from seqlab.nn import recurrent_layer
 from seqlab.nn.attention import Attention
 from seqlab.nn.masks import padding_mask
-from seqlab.nn.charlm import recurrent_layer
-from seqlab.nn.readout import _check_ids
 
 
 @dataclass
@@ -74,7 +73,7 @@ class Encoder(nn.Module):
         self.rnn = recurrent_layer(config.cell, config.embed_size, config.hidden_size, config.num_layers)
 
     def forward(self, src: Tensor, lengths: Tensor | Sequence[int] | None = None) -> tuple[Tensor, State]:
-        lengths = _check_ids("Encoder", src, lengths)
+        lengths = check_ids("Encoder", src, lengths)
         outputs, state = self.rnn(self.embed(src), lengths=lengths)     # (B, S, H); (L, B, H) or (h, c)
         return outputs, state
 
@@ -97,7 +96,7 @@ class Decoder(nn.Module):
 
     def forward(self, tgt_in: Tensor, state: State, memory: Tensor | None = None, mask: Tensor | None = None,
                 *, return_attention: bool = False) -> tuple:
-        _check_ids("Decoder", tgt_in, None)
+        check_ids("Decoder", tgt_in, None)
         outputs, state = self.rnn(self.embed(tgt_in), state)             # s_t: (B, T, H)
         weights = None
         if self.attention is not None:
@@ -133,7 +132,7 @@ class Seq2Seq(nn.Module):
     def forward(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor, *,
                 return_attention: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         memory, mask, context = self.encode(src, src_lengths)
-        _check_ids("Seq2Seq", tgt_in, None)
+        check_ids("Seq2Seq", tgt_in, None)
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"src and tgt_in must hold the same number of sequences, got {src.shape[0]} "
                              f"and {tgt_in.shape[0]}")

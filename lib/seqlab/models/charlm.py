@@ -16,14 +16,13 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.decoding import sample_next
-
-CELLS = ("rnn", "lstm", "gru")
+from seqlab.nn import recurrent_layer
 
 
 @dataclass
 class CharLMConfig:
     vocab_size: int
-    cell: str = "lstm"  # one of CELLS
+    cell: str = "lstm"  # one of seqlab.nn.CELLS
     embed_size: int = 64
     hidden_size: int = 256
     num_layers: int = 1
@@ -31,20 +30,6 @@ class CharLMConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def recurrent_layer(cell: str, input_size: int, hidden_size: int, num_layers: int = 1, dropout: float = 0.0,
-                    *, reference: bool = False, **kwargs) -> nn.Module:
-    """seqlab's RNN/LSTM/GRU (or torch.nn's with ``reference=True``), batch-first."""
-    if cell not in CELLS:
-        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
-    if reference:
-        module = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[cell]
-    else:
-        from seqlab.nn import GRU, LSTM, RNN
-
-        module = {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell]
-    return module(input_size, hidden_size, num_layers=num_layers, dropout=dropout, batch_first=True, **kwargs)
 
 
 class CharLM(nn.Module):

@@ -23,33 +23,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from seqlab.nn.charlm import CELLS
+from seqlab.models._checks import check_ids
+from seqlab.nn import recurrent_layer
+from seqlab.nn.masks import padding_mask
 
 READOUTS = ("last", "mean", "max")
-
-
-def _encoder(cell: str, input_size: int, hidden_size: int, num_layers: int, bidirectional: bool,
-             dropout: float) -> nn.Module:
-    if cell not in CELLS:
-        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
-    from seqlab.nn import GRU, LSTM, RNN
-
-    module = {"rnn": RNN, "lstm": LSTM, "gru": GRU}[cell]
-    return module(input_size, hidden_size, num_layers=num_layers, batch_first=True,
-                  bidirectional=bidirectional, dropout=dropout)
-
-
-def _check_ids(name: str, ids: Tensor, lengths: Tensor | Sequence[int] | None) -> Tensor | None:
-    if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
-        got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, Tensor) else type(ids).__name__
-        raise ValueError(f"{name} expects ids of shape (B, T) and dtype torch.long, got {got}")
-    if lengths is None:
-        return None
-    lengths = torch.as_tensor(lengths)
-    if lengths.shape != (ids.shape[0],):
-        raise ValueError(f"{name} expects lengths of shape ({ids.shape[0]},), one per sequence, "
-                         f"got {tuple(lengths.shape)}")
-    return lengths
 
 
 class _Encoded(nn.Module):
@@ -57,7 +35,7 @@ class _Encoded(nn.Module):
                  num_layers: int, bidirectional: bool, dropout: float, padding_idx: int | None):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_size, padding_idx=padding_idx)
-        self.rnn = _encoder(cell, embed_size, hidden_size, num_layers, bidirectional, dropout)
+        self.rnn = recurrent_layer(cell, embed_size, hidden_size, num_layers, dropout, bidirectional=bidirectional)
         self.head = nn.Linear(hidden_size * (2 if bidirectional else 1), num_outputs)
 
     def encode(self, ids: Tensor, lengths: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -80,7 +58,7 @@ class SequenceTagger(_Encoded):
                          padding_idx=padding_idx)
 
     def forward(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None) -> Tensor:
-        lengths = _check_ids("SequenceTagger", ids, lengths)
+        lengths = check_ids("SequenceTagger", ids, lengths)
         output, _ = self.encode(ids, lengths)                      # (B, T, D*H)
         return self.head(output)                                   # (B, T, num_tags)
 
@@ -102,16 +80,15 @@ class SequenceClassifier(_Encoded):
 
     def summary(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None) -> Tensor:
         """The fixed-size vector the linear layer reads, ``(B, D*H)``."""
-        lengths = _check_ids("SequenceClassifier", ids, lengths)
+        lengths = check_ids("SequenceClassifier", ids, lengths)
         output, h_n = self.encode(ids, lengths)                    # (B, T, D*H), (L*D, B, H)
         if self.readout == "last":
             directions = 2 if self.rnn.bidirectional else 1
             return torch.cat(list(h_n[-directions:]), dim=-1)      # top layer: [h_fwd; h_bwd]
-        steps = output.shape[1]
         if lengths is None:
             mask = torch.ones(output.shape[:2], dtype=torch.bool, device=output.device)
         else:
-            mask = torch.arange(steps, device=output.device)[None] < lengths.to(output.device)[:, None]
+            mask = padding_mask(lengths, output.shape[1], device=output.device)   # (B, T): True at real steps
         mask = mask.unsqueeze(-1)                                  # (B, T, 1)
         if self.readout == "mean":
             return (output * mask).sum(1) / mask.sum(1)

@@ -1,0 +1,16 @@
+"""Task models built from seqlab's building blocks.
+
+``seqlab.nn`` holds the torch.nn twins and building blocks (RNN / LSTM / GRU, attention, masks,
+positional encodings ...); ``seqlab.models`` holds the task models built from them, one module
+each: ``charlm`` (``CharLM``, the character language model), ``seq2seq`` (``Seq2Seq``, the
+encoder-decoder with optional attention), ``readout`` (``SequenceTagger``, ``SequenceClassifier``)
+and ``regressor`` (``SequenceRegressor``, the many-to-one model of the adding problem).
+"""
+
+from seqlab.models.charlm import CharLM, CharLMConfig
+from seqlab.models.readout import SequenceClassifier, SequenceTagger
+from seqlab.models.regressor import SequenceRegressor
+from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+__all__ = ["CharLM", "CharLMConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceClassifier", "SequenceRegressor",
+           "SequenceTagger"]
