@@ -4,13 +4,16 @@
 positional encodings ...); ``seqlab.models`` holds the task models built from them, one module
 each: ``charlm`` (``CharLM``, the character language model), ``seq2seq`` (``Seq2Seq``, the
 encoder-decoder with optional attention), ``readout`` (``SequenceTagger``, ``SequenceClassifier``)
-and ``regressor`` (``SequenceRegressor``, the many-to-one model of the adding problem).
+and ``regressor`` (``SequenceRegressor``, the many-to-one model of the adding problem);
+``encoder`` (``EncoderModel``, ``EncoderConfig``: a small encoder-only Transformer over tokens).
 """
 
 from seqlab.models.charlm import CharLM, CharLMConfig
+from seqlab.models.encoder import EncoderConfig, EncoderModel
 from seqlab.models.readout import SequenceClassifier, SequenceTagger
 from seqlab.models.regressor import SequenceRegressor
 from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 __all__ = ["CharLM", "CharLMConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceClassifier", "SequenceRegressor",
            "SequenceTagger"]
+__all__ += ["EncoderConfig", "EncoderModel"]

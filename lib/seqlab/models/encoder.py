@@ -1,0 +1,159 @@
+r"""A small encoder-only token model: embeddings, positions, Transformer encoder layers, a linear read-out.
+
+.. math::
+
+    X^{(0)} = E[x_{1..n}] \;(+\; P_{1..n})                           \qquad (B, n, d_{model})
+
+    X^{(r)} = \mathrm{EncoderLayer}_r\big(X^{(r-1)}\big), \quad r = 1 \dots N  \qquad (B, n, d_{model})
+
+    \text{logits} = X^{(N)} U + b                                    \qquad (B, n, \text{num\_outputs})
+
+Each encoder layer is seqlab's :class:`seqlab.nn.transformer.TransformerEncoderLayer`
+(multi-head self-attention, then the FFN, each with a residual connection and LayerNorm). The
+positional encoding is one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name: the
+model adds it to the embeddings (sinusoidal, learned) *and* hands it to every self-attention as
+``positional=`` (RoPE rotates the heads' queries and keys, ALiBi biases the scores), so the same
+model code serves all five.
+
+``readout="token"`` gives one score vector per position (tagging, "what is the answer at
+position i"); ``readout="sequence"`` one per sequence, from the mean of the top layer over the
+real (non-padded) tokens. ``causal=True`` lets position ``i`` attend only to positions ``<= i``.
+
+``forward(ids, lengths, need_weights=True)`` also returns what every head of every layer attended
+to, ``(L, B, H, n, n)``: the weights the layers computed for this very output (nothing is
+recomputed), ready for :class:`seqlab.widgets.attention.AttentionExplorer`.
+
+Unlike the paper, the embeddings are not multiplied by :math:`\sqrt{d_{model}}`: that factor
+rescales embeddings that share their small initialisation with the output layer, whereas
+``nn.Embedding`` already starts at :math:`\mathcal N(0, 1)` per feature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.models._checks import check_ids
+from seqlab.nn.layer_norm import LayerNorm
+from seqlab.nn.masks import causal_mask, padding_mask
+from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
+from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+
+READOUTS = ("token", "sequence")
+
+
+@dataclass
+class EncoderConfig:
+    """The sizes of an :class:`EncoderModel`. ``num_outputs=None`` means ``vocab_size`` (predict a token)."""
+
+    vocab_size: int
+    d_model: int = 64
+    nhead: int = 4
+    num_layers: int = 2
+    dim_feedforward: int = 256
+    dropout: float = 0.0
+    positional: str = "learned"          # one of seqlab.nn.positional.POSITIONAL_ENCODINGS
+    max_len: int = 128                   # positions a learned table holds (others: precomputed length)
+    causal: bool = False                 # position i attends to positions <= i only
+    num_outputs: int | None = None       # None: vocab_size
+    readout: str = "token"               # "token": (B, n, num_outputs); "sequence": (B, num_outputs)
+    norm_first: bool = False             # post-norm (the paper) or pre-norm (then a final LayerNorm)
+    activation: str = "relu"
+    fused: bool = False                  # scaled_dot_product_attention when no weights are asked for
+
+    def __post_init__(self) -> None:
+        if self.vocab_size < 1:
+            raise ValueError(f"vocab_size must be at least 1, got {self.vocab_size}")
+        if self.nhead < 1 or self.d_model % self.nhead:
+            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
+                             f"got d_model={self.d_model}, nhead={self.nhead}")
+        if self.positional not in POSITIONAL_ENCODINGS:
+            raise ValueError(f"unknown positional encoding {self.positional!r}; expected one of {POSITIONAL_ENCODINGS}")
+        if self.readout not in READOUTS:
+            raise ValueError(f"readout must be one of {READOUTS}, got {self.readout!r}")
+        if self.num_layers < 1 or self.max_len < 1:
+            raise ValueError(f"num_layers and max_len must be at least 1, got num_layers={self.num_layers}, "
+                             f"max_len={self.max_len}")
+
+    @property
+    def outputs(self) -> int:
+        return self.vocab_size if self.num_outputs is None else self.num_outputs
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class EncoderModel(nn.Module):
+    """Token ids ``(B, n)`` -> logits ``(B, n, num_outputs)`` (or ``(B, num_outputs)`` with ``readout="sequence"``).
+
+    ``forward(ids, lengths=None, *, need_weights=False)``: ``lengths`` ``(B,)`` marks the real tokens
+    of a padded batch (the rest are never attended to; their own logits are meaningless, ignore
+    them). With ``need_weights=True`` it returns ``(logits, weights)``, ``weights`` of shape
+    ``(num_layers, B, nhead, n, n)``: ``weights[l, b, h, i, j]`` is how much query ``i`` of layer ``l``,
+    head ``h`` read key ``j``.
+    """
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.config = c = config
+        self.embed = nn.Embedding(c.vocab_size, c.d_model)                                  # E
+        self.positional = positional_encoding(c.positional, d_model=c.d_model, num_heads=c.nhead, max_len=c.max_len)
+        layer = TransformerEncoderLayer(c.d_model, c.nhead, c.dim_feedforward, c.dropout, activation=c.activation,
+                                        batch_first=True, norm_first=c.norm_first, positional=self.positional,
+                                        fused=c.fused)
+        # pre-norm leaves the residual stream unnormalised, so it ends with one LayerNorm (as GPT-2)
+        final_norm = LayerNorm(c.d_model) if c.norm_first else None
+        self.encoder = TransformerEncoder(layer, c.num_layers, norm=final_norm, enable_nested_tensor=False,
+                                          positional=self.positional)
+        self.head = nn.Linear(c.d_model, c.outputs)                                         # U, b
+
+    def forward(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None, *,
+                need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        c = self.config
+        lengths = self._check(ids, lengths)
+        B, n = ids.shape
+        x = self.positional(self.embed(ids))                                 # (B, n, d_model), positions added
+        # torch's meaning at the encoder's boundary: True = may NOT attend / is padding
+        attn_mask = ~causal_mask(n, device=ids.device) if c.causal else None               # (n, n)
+        real = None if lengths is None else padding_mask(lengths.to(ids.device), n)        # (B, n), True = real
+        key_padding_mask = None if real is None else ~real
+        out = self.encoder(x, mask=attn_mask, src_key_padding_mask=key_padding_mask, is_causal=c.causal,
+                           need_weights=need_weights)
+        h, weights = out if need_weights else (out, None)                    # (B, n, d_model), (L, B, H, n, n)
+        if c.readout == "sequence":
+            h = self._mean_over_real(h, real)                                # (B, d_model)
+        logits = self.head(h)                                                # (B, n, outputs) or (B, outputs)
+        return (logits, weights) if need_weights else logits
+
+    @staticmethod
+    def _mean_over_real(h: Tensor, real: Tensor | None) -> Tensor:
+        if real is None:
+            return h.mean(dim=1)
+        real = real.to(h.dtype)[..., None]                                   # (B, n, 1)
+        return (h * real).sum(dim=1) / real.sum(dim=1).clamp(min=1.0)        # an empty sequence gives zeros
+
+    def _check(self, ids: Tensor, lengths: Tensor | Sequence[int] | None) -> Tensor | None:
+        c = self.config
+        lengths = check_ids(type(self).__name__, ids, lengths)
+        if ids.numel():
+            low, high = int(ids.min()), int(ids.max())
+            if low < 0 or high >= c.vocab_size:
+                bad = low if low < 0 else high
+                raise ValueError(f"{type(self).__name__}: ids must lie in 0 .. {c.vocab_size - 1} "
+                                 f"(vocab_size={c.vocab_size}), got an id of {bad}")
+        n = ids.shape[1]
+        if c.positional == "learned" and n > c.max_len:
+            raise ValueError(f"{type(self).__name__}: the learned position table holds max_len={c.max_len} "
+                             f"positions, got a sequence of {n} tokens; build the model with a larger max_len")
+        if lengths is not None and len(lengths) and (int(lengths.min()) < 0 or int(lengths.max()) > n):
+            raise ValueError(f"{type(self).__name__}: lengths must lie in 0 .. {n} (the padded length), "
+                             f"got {lengths.tolist()}")
+        return lengths
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"positional={c.positional!r}, causal={c.causal}, readout={c.readout!r}, "
+                f"norm_first={c.norm_first}")
