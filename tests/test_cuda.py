@@ -212,3 +212,76 @@ def test_multihead_attention_names_devices_in_its_errors():
         mha(x, x, x, attn_mask=torch.zeros(5, 5, dtype=torch.bool))
     with pytest.raises(RuntimeError, match=r"key_padding_mask is on cpu but the query is on cuda:0"):
         mha(x, x, x, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool))
+
+
+# -- the Transformer (seqlab.nn.transformer) --------------------------------------------------------------
+
+
+def transformer_forward_backward(model: torch.nn.Module, src: torch.Tensor, tgt: torch.Tensor,
+                                 masks: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    """The output and the gradients of src, tgt and every parameter (float64, on the CPU)."""
+    device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
+    model.zero_grad(set_to_none=True)
+    src = src.detach().to(device, dtype).requires_grad_()
+    tgt = tgt.detach().to(device, dtype).requires_grad_()
+    masks = {k: v.to(device, dtype if v.is_floating_point() else v.dtype) if isinstance(v, torch.Tensor) else v
+             for k, v in masks.items()}
+    out = model(src, tgt, **masks)
+    (out.sin()).sum().backward()
+    return [t.detach().double().cpu() for t in (out, src.grad, tgt.grad, *(p.grad for p in model.parameters()))]
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")       # torch.nn.Transformer's own remark
+@pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+def test_transformer_on_cuda_matches_torch(norm_first, fused):
+    from seqlab.nn.transformer import Transformer
+
+    torch.manual_seed(0)
+    kwargs = dict(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64,
+                  batch_first=True, norm_first=norm_first)
+    reference = torch.nn.Transformer(**kwargs).eval()
+    with torch.no_grad():                                   # every parameter random, LayerNorms included
+        for p in reference.parameters():
+            p.copy_(torch.randn(p.shape) * (p.shape[-1] ** -0.5 if p.dim() > 1 else 0.5))
+    ours = Transformer(**kwargs, fused=fused).eval()
+    ours.load_state_dict(reference.state_dict(), strict=True)
+    src, tgt = torch.randn(3, 9, 32), torch.randn(3, 6, 32)
+    pad = torch.arange(9)[None, :] >= torch.tensor([9, 5, 2])[:, None]          # torch's meaning: True at padding
+    masks = {"tgt_mask": torch.nn.Transformer.generate_square_subsequent_mask(6), "tgt_is_causal": True,
+             "src_key_padding_mask": pad, "memory_key_padding_mask": pad}
+    exact = transformer_forward_backward(reference.double(), src, tgt, masks)          # torch.nn, CPU, float64
+    on_gpu = transformer_forward_backward(reference.float().cuda(), src, tgt, masks)   # torch.nn, GPU, float32
+    mine = transformer_forward_backward(ours.cuda(), src, tgt, masks)                  # seqlab, GPU, float32
+    assert all(p.is_cuda for p in ours.parameters())
+    error_vs_exact = max((a - b).abs().max().item() for a, b in zip(mine, exact, strict=True))
+    error_vs_torch = max((a - b).abs().max().item() for a, b in zip(mine, on_gpu, strict=True))
+    torch_vs_exact = max((a - b).abs().max().item() for a, b in zip(on_gpu, exact, strict=True))
+    assert error_vs_exact <= max(TOL, 2 * torch_vs_exact), (error_vs_exact, torch_vs_exact)
+    assert error_vs_torch <= max(TOL, 2 * torch_vs_exact), (error_vs_torch, torch_vs_exact)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])
+def test_transformer_positional_and_all_padding_on_cuda(fused):
+    from seqlab.nn.positional import ALiBi, RotaryPositionalEncoding
+    from seqlab.nn.transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
+
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(TransformerEncoderLayer(32, 4, 64, batch_first=True, fused=fused), 2,
+                                 positional=RotaryPositionalEncoding(8)).eval()
+    src = torch.randn(2, 7, 32)
+    pad = torch.tensor([[False] * 7, [True] * 7])                                # sequence 1: all padding
+    on_cpu = encoder(src, src_key_padding_mask=pad)
+    encoder.cuda()                                                                # the shared RoPE moves too
+    assert encoder.layers[1].self_attn.positional.theta.is_cuda
+    on_gpu = encoder(src.cuda(), src_key_padding_mask=pad.cuda())
+    assert torch.isfinite(on_gpu).all()
+    assert (on_gpu.cpu() - on_cpu).abs().max() < TOL
+    model = Transformer(32, 4, 1, 1, 64, batch_first=True, positional=ALiBi(4), fused=fused).eval().cuda()
+    src = torch.randn(2, 7, 32, device="cuda", requires_grad=True)
+    out, weights = model(src, torch.randn(2, 5, 32, device="cuda"), src_key_padding_mask=pad.cuda(),
+                         memory_key_padding_mask=pad.cuda(), need_weights=True)
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(src.grad).all() and (src.grad[1] == 0).all()
+    assert weights["cross"].is_cuda and weights["cross"].shape == (1, 2, 4, 5, 7)
+    assert (weights["cross"][:, 1] == 0).all()                                    # nothing to attend to: zeros
