@@ -7,11 +7,15 @@ directions, padded batches, input checks, the fused scan -- is in ``seqlab.nn._r
 
 ``seqlab.nn`` holds the torch.nn twins and their building blocks; the task models built from
 them (CharLM, Seq2Seq, the taggers, the regressor) are in :mod:`seqlab.models`.
+
+Attention: ``multihead`` (``MultiheadAttention``, torch.nn.MultiheadAttention's twin).
 """
 
 from seqlab.nn._recurrent import CELLS, RecurrentTrace, recurrent_layer
 from seqlab.nn.gru import GRU, GRUCell
 from seqlab.nn.lstm import LSTM, LSTMCell
+from seqlab.nn.multihead import MultiheadAttention
 from seqlab.nn.rnn import RNN, RNNCell
 
-__all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer"]
+__all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer",
+           "MultiheadAttention"]
