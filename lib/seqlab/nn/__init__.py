@@ -9,13 +9,25 @@ directions, padded batches, input checks, the fused scan -- is in ``seqlab.nn._r
 them (CharLM, Seq2Seq, the taggers, the regressor) are in :mod:`seqlab.models`.
 
 Attention: ``multihead`` (``MultiheadAttention``, torch.nn.MultiheadAttention's twin).
+
+The Transformer: ``layer_norm`` (``LayerNorm``), ``transformer`` (``TransformerEncoderLayer``,
+``TransformerDecoderLayer``, ``TransformerEncoder``, ``TransformerDecoder``, ``Transformer``).
 """
 
 from seqlab.nn._recurrent import CELLS, RecurrentTrace, recurrent_layer
 from seqlab.nn.gru import GRU, GRUCell
+from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.lstm import LSTM, LSTMCell
 from seqlab.nn.multihead import MultiheadAttention
 from seqlab.nn.rnn import RNN, RNNCell
+from seqlab.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer",
-           "MultiheadAttention"]
+           "MultiheadAttention", "LayerNorm", "TransformerEncoderLayer", "TransformerDecoderLayer",
+           "TransformerEncoder", "TransformerDecoder", "Transformer"]
