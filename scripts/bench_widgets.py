@@ -5,7 +5,8 @@
     python scripts/bench_widgets.py --only attention
 
 For each kind of move (gate explorer: step, units, gate, model; attention explorer: token, head,
-layer, kind, the all-heads toggle, and token, head, layer in the grid) it sets the control from
+layer, kind, the all-heads toggle, and token, head, layer in the grid; positional-encoding
+explorer: dimension, pos, k, d_model, length) it sets the control from
 code, as a user's slider move does, and times the whole assignment: the observers, the draw, the PNG encoding and
 the numbers panel (``LiveFigure.last_redraw_ms`` is the draw + PNG part alone). Models are the
 trained checkpoints where they exist and untrained ones otherwise (timing does not depend on
@@ -139,9 +140,35 @@ def bench_attention_explorer(moves: int) -> dict[str, list[float]]:
     return times
 
 
+def bench_positional_explorer(moves: int) -> dict[str, list[float]]:
+    """The positional-encoding explorer at its defaults (d_model 64, 64 positions): each slider
+    stepped as a user drags it; d_model and length change the heatmaps, the others lines and text."""
+    from seqlab.widgets.positional import PositionalExplorer
+
+    started = time.perf_counter()
+    explorer = PositionalExplorer()
+    print(f"first picture (similarities + figure + full draw): {(time.perf_counter() - started) * 1000:.0f} ms")
+    times: dict[str, list[float]] = {}
+    for name in ("dimension", "pos", "k", "d_model", "length"):
+        control = explorer.controls[name]
+        start, step = control.value, control.step
+        for k in range(moves):
+            # back and forth over a few steps, inside the slider's range
+            value = start + step * (k % 4 if (k // 4) % 2 == 0 else 4 - k % 4)
+            value = min(max(value, control.min), control.max)
+            if value == control.value:
+                value = control.value - step if control.value - step >= control.min else control.value + step
+            started = time.perf_counter()
+            control.value = value
+            times.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+        control.value = start
+    return times
+
+
 # name -> (title, bench): each bench returns {kind of move: [ms per move]}
 WIDGETS = {"gates": ("gate explorer", bench_gate_explorer),
-           "attention": ("attention explorer", bench_attention_explorer)}
+           "attention": ("attention explorer", bench_attention_explorer),
+           "positional": ("positional-encoding explorer", bench_positional_explorer)}
 
 
 def main(argv: list[str] | None = None) -> int:
