@@ -359,3 +359,27 @@ def test_redraws_do_not_leak_figures(explorer):
     explorer.kind.value = "cross-attention"
     explorer.static_figure()
     assert plt.get_fignums() == []
+
+
+def test_seqlab_transformer_weights_go_in_unchanged():
+    from seqlab.nn.transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
+
+    torch.manual_seed(0)
+    model = Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=3, dim_feedforward=32,
+                        dropout=0.0, batch_first=True).eval()
+    src, tgt = torch.randn(2, len(SRC), 16), torch.randn(2, len(TGT), 16)
+    causal = torch.triu(torch.ones(len(TGT), len(TGT), dtype=torch.bool), 1)     # torch's meaning: True = blocked
+    with torch.no_grad():
+        _, weights = model(src, tgt, tgt_mask=causal, need_weights=True)
+    maps = attention_from_model(weights, SRC, TGT, index=1)
+    assert [(m.layers, m.heads, m.n_queries, m.n_keys) for m in maps.values()] == \
+        [(2, 2, len(SRC), len(SRC)), (3, 2, len(TGT), len(TGT)), (3, 2, len(TGT), len(SRC))]
+    np.testing.assert_array_equal(maps["cross-attention"].weights, weights["cross"][:, 1].double().numpy())
+    assert np.all(np.triu(maps["decoder masked self-attention"].weights[2, 1], 1) == 0)     # the mask held
+    explorer = AttentionExplorer(maps, kind="decoder masked self-attention", layer=2)
+    assert explorer.layer.max == 2 and explorer.redraws == 1
+    encoder = TransformerEncoder(TransformerEncoderLayer(16, 2, 32, 0.0, batch_first=True), 2).eval()
+    with torch.no_grad():
+        _, stack = encoder(src, need_weights=True)                              # (L, B, H, n, n)
+    amap, = attention_from_model(stack, SRC, index=0, kind="encoder self-attention").values()
+    np.testing.assert_array_equal(amap.weights, stack[:, 0].double().numpy())
