@@ -15,8 +15,10 @@ Causal self-attention in training mode (dropout 0), like with like:
 Both sides get the same inputs (``attn_mask`` = the causal mask, ``is_causal=True``). The four
 variants are timed in turn within every repeat, so that a burst of load from other processes hits
 all of them alike; the table shows the *minimum* over repeats (the least-disturbed run) and the
-ratios measured in this one run. The thread count is fixed (``--threads``). On a GPU every step
-ends with a synchronisation.
+ratios measured in this one run. The thread count is fixed (``--threads``, default 1). On the CPU
+the clock is the process's CPU time by default (``--clock cpu``), which leaves out the time other
+processes hold the cores on a shared machine; ``--clock wall`` gives elapsed time. On a GPU the
+clock is wall time and every step ends with a synchronisation.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ def _train_step(model: torch.nn.Module, x: torch.Tensor, mask: torch.Tensor, nee
 
 
 def bench(batch: int, seq: int, width: int, heads: int, repeats: int, warmup: int = 3,
-          device: str = "cpu") -> dict[str, float]:
-    """Minimum milliseconds per training step of each variant."""
+          device: str = "cpu", clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+    """Minimum milliseconds per training step of each variant, timed with ``clock``."""
     torch.manual_seed(0)
     reference = torch.nn.MultiheadAttention(width, heads, batch_first=True, device=device).train()
     explicit = MultiheadAttention(width, heads, batch_first=True, device=device).train()
@@ -59,10 +61,10 @@ def bench(batch: int, seq: int, width: int, heads: int, repeats: int, warmup: in
     times: dict[str, list[float]] = {key: [] for key in steps}
     for repeat in range(warmup + repeats):
         for key, step in steps.items():
-            start = time.perf_counter()
+            start = clock()
             step()
             if repeat >= warmup:
-                times[key].append(time.perf_counter() - start)
+                times[key].append(clock() - start)
     return {key: min(values) * 1e3 for key, values in times.items()}
 
 
@@ -75,6 +77,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (fixed, for comparable runs)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--clock", choices=["cpu", "wall"], default=None,
+                        help="cpu: this process's CPU time (default on the CPU: on a shared machine it leaves out "
+                             "the time other processes hold the cores); wall: elapsed time (always on a GPU)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -82,10 +87,14 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
     where = (torch.cuda.get_device_name(device) if device.type == "cuda"
              else f"CPU, {torch.get_num_threads()} thread(s)")
+    clock = args.clock or ("wall" if device.type == "cuda" else "cpu")
+    if clock == "cpu" and device.type == "cuda":
+        parser.error("--clock cpu cannot time GPU kernels; use --clock wall")
     print(f"multi-head attention, forward + backward, causal, training mode: batch {args.batch}, "
           f"{args.seq} tokens, width {args.width}, {args.heads} heads; torch {torch.__version__}, {where}, "
-          f"min of {args.repeats} repeats")
-    ms = bench(args.batch, args.seq, args.width, args.heads, args.repeats, device=args.device)
+          f"min of {args.repeats} repeats, {clock} clock")
+    ms = bench(args.batch, args.seq, args.width, args.heads, args.repeats, device=args.device,
+               clock=time.process_time if clock == "cpu" else time.perf_counter)
     runs = {"explicit": ("baddbmm + softmax + bmm (need_weights=True)", "attend(): q k^T, mask, softmax, @ v"),
             "fused": ("scaled_dot_product_attention(is_causal=True)",
                       "scaled_dot_product_attention(attn_mask=causal)")}
