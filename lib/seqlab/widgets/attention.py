@@ -469,7 +469,7 @@ class AttentionPlot:
             if c == 0 and r == rows - 1:
                 ax.set_ylabel("query", fontsize=FONT)
                 ax.set_xlabel("key", fontsize=FONT)
-            self.titles.append(ax.set_title("", fontsize=9, loc="left", pad=3))
+            self.titles.append(ax.set_title("", fontsize=9, loc="left", pad=5))   # clear of the thick frame
             self.boxes.append(ax.add_patch(Rectangle((-0.5, -0.5), m, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR,
                                                      lw=1.6, clip_on=False, zorder=3)))
             self.frames.append(ax.add_patch(Rectangle((0, 0), 1, 1, transform=ax.transAxes, fill=False,
