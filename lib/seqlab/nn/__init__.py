@@ -12,6 +12,10 @@ Attention: ``multihead`` (``MultiheadAttention``, torch.nn.MultiheadAttention's 
 
 The Transformer: ``layer_norm`` (``LayerNorm``), ``transformer`` (``TransformerEncoderLayer``,
 ``TransformerDecoderLayer``, ``TransformerEncoder``, ``TransformerDecoder``, ``Transformer``).
+
+Positions: ``positional`` (``SinusoidalPositionalEncoding``, ``LearnedPositionalEncoding``,
+``RotaryPositionalEncoding`` / ``RoPE``, ``ALiBi``, ``NoPositionalEncoding``, and
+``positional_encoding(name, ...)`` over ``POSITIONAL_ENCODINGS``).
 """
 
 from seqlab.nn._recurrent import CELLS, RecurrentTrace, recurrent_layer
@@ -19,6 +23,17 @@ from seqlab.nn.gru import GRU, GRUCell
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.lstm import LSTM, LSTMCell
 from seqlab.nn.multihead import MultiheadAttention
+from seqlab.nn.positional import (
+    POSITIONAL_ENCODINGS,
+    ALiBi,
+    LearnedPositionalEncoding,
+    NoPositionalEncoding,
+    PositionalEncoding,
+    RoPE,
+    RotaryPositionalEncoding,
+    SinusoidalPositionalEncoding,
+    positional_encoding,
+)
 from seqlab.nn.rnn import RNN, RNNCell
 from seqlab.nn.transformer import (
     Transformer,
@@ -31,3 +46,5 @@ from seqlab.nn.transformer import (
 __all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer",
            "MultiheadAttention", "LayerNorm", "TransformerEncoderLayer", "TransformerDecoderLayer",
            "TransformerEncoder", "TransformerDecoder", "Transformer"]
+__all__ += ["PositionalEncoding", "NoPositionalEncoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding",
+            "RotaryPositionalEncoding", "RoPE", "ALiBi", "positional_encoding", "POSITIONAL_ENCODINGS"]
