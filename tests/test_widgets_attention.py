@@ -244,11 +244,16 @@ def test_all_heads_is_a_grid_with_the_chosen_head_framed(maps):
     _assert_readable_and_inside(fig)
 
 
-def test_twenty_tokens_eight_heads_still_fit_and_read(maps):
-    tokens = [f"tok{i}" for i in range(20)]
-    amap = attention_map(_softmax(np.random.default_rng(3).normal(size=(3, 8, 20, 20)), causal=True), tokens)
+@pytest.mark.parametrize("n", [20, 48])
+def test_long_sentences_and_eight_heads_still_fit_and_read(n):
+    tokens = [f"tok{i}" for i in range(n)]
+    amap = attention_map(_softmax(np.random.default_rng(3).normal(size=(3, 8, n, n)), causal=True), tokens)
     for all_heads in (False, True):
-        _assert_readable_and_inside(draw_attention(amap, 2, 7, 19, all_heads=all_heads))
+        fig = draw_attention(amap, 2, 7, n - 1, all_heads=all_heads)
+        _assert_readable_and_inside(fig)
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert labels[0] == "tok0" and len(labels) >= n // 3      # every token, or every k-th when they would overlap
 
 
 def _pixels(png: bytes) -> np.ndarray:

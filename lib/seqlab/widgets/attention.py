@@ -391,7 +391,7 @@ class AttentionPlot:
     def _build_single(self, dpi: int) -> None:
         amap = self.amap
         n, m = amap.n_queries, amap.n_keys
-        cell = float(np.clip(min(6.0 / m, 5.4 / n), 0.24, 0.45))             # inches per token
+        cell = float(np.clip(min(6.0 / m, 5.4 / n), 0.1, 0.45))              # inches per token
         y_width, x_height, _ = self._label_sizes(cell)
         left = 0.35 + y_width                                                  # "query" axis title + labels
         bottom = 0.35 + x_height                                               # "key" axis title + labels
@@ -403,6 +403,11 @@ class AttentionPlot:
         self.image = draw_matrix(ax, amap.weights[0, 0], [_clip(t) for t in amap.query_tokens],
                                  [_clip(t) for t in amap.key_tokens], annotate=False, cmap=CMAP, vmin=0.0, vmax=1.0,
                                  xlabel="key (what is read)", ylabel="query (who reads)", fontsize=FONT)
+        every = math.ceil(FONT / (cell * 72))               # long sequences: label every k-th token, not overlapping
+        if every > 1:
+            ax.set_xticks(range(0, m, every), [_clip(t) for t in amap.key_tokens][::every], fontsize=FONT,
+                          rotation=ax.get_xticklabels()[0].get_rotation())
+            ax.set_yticks(range(0, n, every), [_clip(t) for t in amap.query_tokens][::every], fontsize=FONT)
         self.axes = [ax]
         cax = fig.add_axes(((left + m * cell + 0.25) / W, bottom / Hgt, 0.15 / W, n * cell / Hgt))
         colorbar = fig.colorbar(self.image, cax=cax)
@@ -426,8 +431,9 @@ class AttentionPlot:
         # the chosen row: an outline, the weights written in, the query's label again in red
         self.row_box = ax.add_patch(Rectangle((-0.5, -0.5), m, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR, lw=2.2,
                                               clip_on=False, zorder=3))
+        # the row's weights in its cells where ".42" fits (else the list says them)
         self.row_texts = [ax.text(j, 0, "", ha="center", va="center", fontsize=9 if cell >= 0.3 else 8, zorder=4)
-                          for j in range(m)]
+                          for j in range(m if cell >= 0.22 else 0)]
         pad = ScaledTranslation(-rcParams["ytick.major.pad"] / 72, 0, fig.dpi_scale_trans)   # where tick labels end
         blend = blended_transform_factory(ax.transAxes, ax.transData) + pad
         self.row_label = ax.text(0, 0, "", transform=blend, ha="right", va="center", fontsize=FONT,
@@ -441,7 +447,7 @@ class AttentionPlot:
         n, m, H = amap.n_queries, amap.n_keys, amap.heads
         cols = H if H <= 4 else math.ceil(H / 2)
         rows = math.ceil(H / cols)
-        cell = float(np.clip(min(10.4 / (cols * m), 5.6 / (rows * n)), 0.13, 0.3))
+        cell = float(np.clip(min(10.4 / (cols * m), 5.6 / (rows * n)), 0.04, 0.3))
         y_width, x_height, _ = self._label_sizes(cell)
         gap_x, gap_y, top = 0.25, 0.45, 0.95
         left, bottom = 0.35 + y_width, 0.35 + x_height
@@ -450,7 +456,7 @@ class AttentionPlot:
         Hgt = bottom + rows * n * cell + (rows - 1) * gap_y + top
         self.figure = fig = PNGFigure(figsize=(W, Hgt), dpi=dpi, facecolor="white")
         self.axes, self.images, self.titles, self.boxes, self.frames = [], [], [], [], []
-        every = 1 if cell * 72 >= FONT else 2                                # labels that would overlap: every other
+        every = math.ceil(9 / (cell * 72))                                   # labels that would overlap: every k-th
         for h in range(H):
             r, c = divmod(h, cols)
             x0 = left + c * (m * cell + gap_x)
