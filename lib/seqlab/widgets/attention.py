@@ -668,9 +668,6 @@ class AttentionExplorer(Widget):
         return list(self.plot(kind, False).summaries(layer))
 
     # draw -------------------------------------------------------------------------------------------
-    def _kind_of(self, values: Mapping) -> str:
-        return values.get("kind", self.kind.value)
-
     def figure(self, layer: int, head: int, all_heads: bool, token: int, kind: str | None = None) -> PNGFigure:
         amap = self.maps[kind if kind is not None else self.kind.value]
         return draw_attention(amap, layer, head, token, all_heads=all_heads, top=self.top, dpi=self.dpi)
