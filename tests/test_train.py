@@ -10,7 +10,7 @@ import torch
 from seqlab.data import LMBatches
 from seqlab.device import check_same_device, get_device, seed_everything
 from seqlab.train import (
-    History, evaluate, lm_loss, load_checkpoint, read_checkpoint_metadata, save_checkpoint, train,
+    History, evaluate, evaluating, lm_loss, load_checkpoint, read_checkpoint_metadata, save_checkpoint, train,
 )
 
 
@@ -145,3 +145,38 @@ def test_seed_everything_repeats_random_streams():
     g = seed_everything(5)
     assert torch.equal(a, torch.rand(3))
     assert torch.equal(torch.rand(2, generator=g), torch.rand(2, generator=torch.Generator().manual_seed(5)))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluating_turns_dropout_off_and_restores_each_submodules_mode(training):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 2))
+    model.train(training)
+    model[2].eval()                                         # a part kept in eval mode stays so
+    before = [m.training for m in model.modules()]
+    x = torch.ones(3, 4)
+    with evaluating(model) as m:
+        assert m is model and not any(sub.training for sub in model.modules())
+        assert torch.equal(model(x), model(x))              # no dropout inside
+    assert [m.training for m in model.modules()] == before
+
+
+def test_evaluating_restores_the_mode_when_the_block_raises():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1)).train()
+    with pytest.raises(RuntimeError, match="inside"):
+        with evaluating(model):
+            raise RuntimeError("inside")
+    assert all(m.training for m in model.modules())
+
+
+def test_charlm_generate_samples_in_eval_mode_and_gives_the_mode_back():
+    from seqlab.models import CharLM, CharLMConfig
+
+    torch.manual_seed(0)
+    model = CharLM(CharLMConfig(vocab_size=5, embed_size=4, hidden_size=6, num_layers=2, dropout=0.5)).train()
+    prompt = torch.tensor([1, 2])
+    runs = [model.generate(prompt, 8, generator=torch.Generator().manual_seed(3)) for _ in range(2)]
+    assert torch.equal(runs[0], runs[1])                    # dropout off: the same seed, the same text
+    assert all(m.training for m in model.modules())
+    with pytest.raises(ValueError, match="prompt must be a non-empty 1-D tensor"):
+        model.generate(torch.tensor([], dtype=torch.long), 3)
+    assert model.training

@@ -43,6 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.train import evaluating
+
 __all__ = [
     "ACTIVATIONS", "Activation", "BPTTGrads", "bptt_step", "gradient_norms_through_time", "input_sensitivity",
     "linear_gradient_norms", "random_rnn_weights", "rnn_backward", "rnn_forward", "scale_to_spectral_radius", "spectral_radius",
@@ -302,15 +304,10 @@ def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
             raise ValueError(f"{name} should be ids of shape (B, T) and dtype torch.long, got {got}")
     if x.shape != y.shape:
         raise ValueError(f"x and y should have the same shape (B, T), got {_shape(x)} and {_shape(y)}")
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.enable_grad():
-            e = model.embed(x).detach().requires_grad_()          # (B, T, E)
-            output, _ = model.rnn(e)                              # (B, T, H)
-            logits = model.head(output[:, -1])                    # (B, V): the last prediction only
-            loss = F.cross_entropy(logits, y[:, -1], reduction="sum")   # one loss per sequence, summed
-            (grad,) = torch.autograd.grad(loss, e)                # (B, T, E)
-    finally:
-        model.train(was_training)
+    with evaluating(model), torch.enable_grad():
+        e = model.embed(x).detach().requires_grad_()              # (B, T, E)
+        output, _ = model.rnn(e)                                  # (B, T, H)
+        logits = model.head(output[:, -1])                        # (B, V): the last prediction only
+        loss = F.cross_entropy(logits, y[:, -1], reduction="sum")   # one loss per sequence, summed
+        (grad,) = torch.autograd.grad(loss, e)                    # (B, T, E)
     return grad.norm(dim=-1).mean(dim=0).flip(0)                  # (T,), index k = distance from the end

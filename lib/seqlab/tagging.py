@@ -26,6 +26,7 @@ from torch import Tensor
 
 from seqlab.data.batching import IGNORE_INDEX
 from seqlab.data.tagging import TaggedLine
+from seqlab.train import evaluating
 
 Batch = tuple[Tensor, Tensor, Tensor]
 
@@ -96,16 +97,12 @@ def scores(predicted: Tensor, target: Tensor) -> TagScores:
 def predict(model: torch.nn.Module, batches: Iterable[Batch]) -> tuple[Tensor, Tensor]:
     """Arg-max predictions and targets of every batch, flattened and concatenated (eval mode).
     Works for taggers (logits (B, T, C)) and classifiers (logits (B, C))."""
-    was_training = model.training
-    model.eval()
     preds, targets = [], []
-    try:
+    with evaluating(model):
         for batch in batches:
             ids, target, lengths = _unpack("predict", batch)
             preds.append(model(ids, lengths).argmax(-1).reshape(-1))
             targets.append(target.reshape(-1))
-    finally:
-        model.train(was_training)
     if not preds:
         raise ValueError("predict() got no batches")
     return torch.cat(preds), torch.cat(targets)
@@ -121,12 +118,8 @@ def tag_line(model: torch.nn.Module, ids: Tensor) -> Tensor:
     """Predicted tags ``(T,)`` of one sequence of ids ``(T,)``."""
     if ids.dim() != 1:
         raise ValueError(f"tag_line expects one sequence of ids, shape (T,), got {tuple(ids.shape)}")
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         return model(ids[None], torch.tensor([len(ids)]))[0].argmax(-1)
-    finally:
-        model.train(was_training)
 
 
 class CountTagger:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,26 @@ def check_batch_device(model: torch.nn.Module, batch: Batch) -> None:
 
 
 # -- evaluation ----------------------------------------------------------------------------------
+@contextmanager
+def evaluating(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run the block with ``model`` in eval mode (dropout off), then give every submodule back the
+    mode it had -- also when the block raises.
+
+    >>> with evaluating(model):
+    ...     logits = model(x)          # no dropout; model.training is what it was afterwards
+
+    Each submodule's own flag is restored, so a part kept in eval mode inside a training model
+    (a frozen embedding, say) stays so; ``model.train(was_training)`` would switch it back on.
+    """
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
 @dataclass(frozen=True)
 class Evaluation:
     loss: float  # mean loss per batch (nats per token for lm_loss)
@@ -125,12 +146,10 @@ class Evaluation:
 def evaluate(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm_loss, *,
              device: str | torch.device | None = None, max_batches: int | None = None) -> Evaluation:
     """Mean loss over ``batches`` (at most ``max_batches``) in eval mode, and its perplexity."""
-    was_training = model.training
-    model.eval()
     if device is not None:
         model.to(device)
     total, count = 0.0, 0
-    try:
+    with evaluating(model):
         for batch in batches:
             if max_batches is not None and count >= max_batches:
                 break
@@ -138,8 +157,6 @@ def evaluate(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn =
             check_batch_device(model, batch)
             total += float(loss_fn(model, batch))
             count += 1
-    finally:
-        model.train(was_training)
     if count == 0:
         raise ValueError("evaluate() got no batches")
     loss = total / count

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from seqlab.decoding import sample_next
 from seqlab.nn import recurrent_layer
+from seqlab.train import evaluating
 
 
 @dataclass
@@ -56,14 +57,12 @@ class CharLM(nn.Module):
         """Continue a 1-D prompt of ids by ``n`` sampled ids; returns prompt + continuation (1-D)."""
         if prompt.dim() != 1 or len(prompt) == 0:
             raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
-        was_training = self.training
-        self.eval()
         device = self.head.weight.device
-        logits, state = self(prompt.to(device)[None])  # read the prompt once, keep the state
         out = [prompt.to(device)]
-        for _ in range(n):
-            next_id = sample_next(logits[:, -1], temperature=temperature, top_k=top_k, generator=generator)
-            out.append(next_id)
-            logits, state = self(next_id[None], state)
-        self.train(was_training)
+        with evaluating(self):                          # no dropout while sampling; the mode comes back after
+            logits, state = self(prompt.to(device)[None])  # read the prompt once, keep the state
+            for _ in range(n):
+                next_id = sample_next(logits[:, -1], temperature=temperature, top_k=top_k, generator=generator)
+                out.append(next_id)
+                logits, state = self(next_id[None], state)
         return torch.cat(out)
