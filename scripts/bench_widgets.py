@@ -5,7 +5,7 @@
     python scripts/bench_widgets.py --only attention
 
 For each kind of move (gate explorer: step, units, gate, model; attention explorer: token, head,
-layer, kind, the all-heads toggle, and token, head, layer in the grid; positional-encoding
+layer, a head and back, kind, the all-heads toggle, and token, head, layer in the grid; positional-encoding
 explorer: dimension, pos, k, d_model, length) it sets the control from
 code, as a user's slider move does, and times the whole assignment: the observers, the draw, the PNG encoding and
 the numbers panel (``LiveFigure.last_redraw_ms`` is the draw + PNG part alone). Models are the
@@ -130,6 +130,9 @@ def bench_attention_explorer(moves: int) -> dict[str, list[float]]:
             move(prefix + "layer", explorer.layer, (explorer.layer.value + 1) % (explorer.layer.max + 1))
 
     sweep()
+    times["head, back and forth"] = []                 # two heads in turn: their pixels are kept
+    for k in range(moves):
+        move("head, back and forth", explorer.head, 1 + k % 2)
     kinds = list(explorer.kind.options)
     for k in range(moves):
         move("kind", explorer.kind, kinds[(kinds.index(explorer.kind.value) + 1) % len(kinds)])
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         title, bench = WIDGETS[name]
         print(f"{title}, redraw in the kernel (observers + draw + PNG + text):")
         for kind, times in bench(args.moves).items():
-            print(f"  {kind:10s} {_summary(times)}")
+            print(f"  {kind:20s} {_summary(times)}")
     return 0
 
 

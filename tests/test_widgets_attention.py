@@ -264,7 +264,9 @@ def _pixels(png: bytes) -> np.ndarray:
 def test_fast_redraw_paints_what_a_fresh_figure_paints(maps, all_heads):
     dec = maps["decoder masked self-attention"]
     live = AttentionPlot(dec, all_heads=all_heads)
-    for view in [(0, 0, 0), (0, 0, 4), (0, 3, 4), (1, 3, 4), (1, 3, 1), (0, 1, 2)]:
+    # back to views seen before (their pixels kept) and to one pushed out of the four kept
+    for view in [(0, 0, 0), (0, 0, 4), (0, 3, 4), (1, 3, 4), (1, 3, 1), (0, 1, 2), (0, 3, 0), (1, 2, 2), (1, 1, 2),
+                 (0, 0, 1), (0, 3, 3), (1, 3, 4)]:
         live.update(*view)
         fresh = io.BytesIO()
         draw_attention(dec, *view, all_heads=all_heads).savefig(fresh, format="png", dpi=live.figure.dpi)

@@ -135,6 +135,26 @@ def test_layered_figure_paints_what_a_full_draw_paints():
     assert not image.get_animated() and not marker.get_animated()      # savefig still draws them
 
 
+def test_layered_figure_keeps_the_last_views_pixels_by_key():
+    fig, ax = _axes()
+    image = draw_matrix(ax, np.zeros((3, 3)), annotate=False, vmin=0, vmax=1)
+    layered = LayeredFigure(fig, view_artists=[image], keep_views=2)
+    data = {key: np.random.default_rng(key).random((3, 3)) for key in range(3)}
+    drawn = []
+    original = fig.draw_artist
+    fig.draw_artist = lambda artist: (drawn.append(artist), original(artist))
+    pictures, redrawn = {}, []
+    for key in (0, 1, 0, 2, 1, 0):           # keep 2: the 2nd visit of 0 is kept; 2 pushes 1 out, 1 then 0, 0 then 2
+        image.set_data(data[key])
+        layered.view_changed(key=key)
+        before = drawn.count(image)
+        png = layered.png()
+        redrawn.append(drawn.count(image) > before)
+        assert png == pictures.setdefault(key, png)      # the same pixels whether kept or drawn again
+    assert redrawn == [True, True, False, True, True, True]
+    assert list(layered._views) == [1, 0]              # the two most recently used, oldest first
+
+
 # -- Widget --------------------------------------------------------------------------------------------
 
 class _Wave(Widget):

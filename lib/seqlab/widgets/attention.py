@@ -367,7 +367,8 @@ class AttentionPlot:
         self.norm, self.cmap = Normalize(0.0, 1.0), colormaps[CMAP]
         self.view: tuple[int, int, int] | None = None
         (self._build_grid if all_heads else self._build_single)(dpi)
-        self.layered = LayeredFigure(self.figure, self.view_artists, self.step_artists)
+        # the last few views' pixels are kept: flipping between two heads or layers draws no heatmap again
+        self.layered = LayeredFigure(self.figure, self.view_artists, self.step_artists, keep_views=4)
 
     def summaries(self, layer: int) -> Sequence[HeadSummary]:
         if layer not in self._summaries:
@@ -516,7 +517,7 @@ class AttentionPlot:
                     image.set_data(amap.weights[layer, h])
                     title.set_text(f"head {h}: {summary.name}")
                 self.title.set_text(f"{amap.kind}, layer {layer}: all {amap.heads} heads")
-                self.layered.view_changed()
+                self.layered.view_changed(key=layer)
             for h, (box, frame) in enumerate(zip(self.boxes, self.frames)):
                 box.set_y(token - 0.5)
                 frame.set_visible(h == head)
@@ -529,7 +530,7 @@ class AttentionPlot:
                 self.image.set_data(amap.weights[layer, head])
                 self.title.set_text(f"{amap.kind}: layer {layer}, head {head}")
                 self.summary.set_text(f"head {head} looks like: {summary.name}\n{summary.describe()}")
-                self.layered.view_changed()
+                self.layered.view_changed(key=(layer, head))
             row = amap.weights[layer, head, token]
             self.row_box.set_y(token - 0.5)
             for j, text in enumerate(self.row_texts):

@@ -184,9 +184,14 @@ class LayeredFigure:
     them as in a full draw; step artists should have a zorder above the frames', 2.5). ``savefig`` on
     :attr:`figure` still draws everything (the layers are marked animated only while the static
     pixels are taken), so the same figure serves a static picture too.
+
+    ``keep_views=k`` keeps the pixels of the last ``k`` views, named by the ``key`` given to
+    :meth:`view_changed` (e.g. ``(layer, head)``): going back to one of them costs no view
+    drawing (a full-figure copy each, about width x height x 4 bytes).
     """
 
-    def __init__(self, figure: Figure, view_artists: Iterable = (), step_artists: Iterable = ()):
+    def __init__(self, figure: Figure, view_artists: Iterable = (), step_artists: Iterable = (), *,
+                 keep_views: int = 0):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         self.figure = figure
@@ -198,14 +203,22 @@ class LayeredFigure:
         self._frames = [spine for ax in holders for spine in ax.spines.values()]
         self._static = None          # pixels without the view and step layers
         self._background = None      # static + view pixels
+        self.keep_views = keep_views
+        self._views: dict = {}       # key -> static + view pixels, oldest first
+        self._view_key = None
 
     def restyle(self) -> None:
         """Something in the static layer changed: draw it again at the next :meth:`png`."""
         self._static = self._background = None
+        self._views.clear()
 
-    def view_changed(self) -> None:
-        """A view artist changed: draw the view layer again at the next :meth:`png`."""
-        self._background = None
+    def view_changed(self, key=None) -> None:
+        """View artists changed (to the view named ``key``, if given): draw the view layer again at
+        the next :meth:`png`, or take its kept pixels."""
+        self._view_key = key
+        self._background = self._views.get(key) if key is not None else None
+        if self._background is not None:
+            self._views[key] = self._views.pop(key)          # the most recently used goes last
 
     def png(self, *, compress_level: int = 1) -> bytes:
         """PNG bytes of the figure as it is now, drawing only the layers that changed."""
@@ -227,6 +240,10 @@ class LayeredFigure:
                 if artist.get_visible():
                     self.figure.draw_artist(artist)
             self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+            if self.keep_views and self._view_key is not None:
+                self._views[self._view_key] = self._background
+                while len(self._views) > self.keep_views:
+                    self._views.pop(next(iter(self._views)))
         else:
             self.canvas.restore_region(self._background)
         for artist in self.step_artists:
