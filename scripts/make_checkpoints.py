@@ -4,12 +4,19 @@
     python scripts/make_checkpoints.py charlm-lstm --steps 500
     python scripts/make_checkpoints.py charlm-lstm --minutes 2      # a time budget instead
     python scripts/make_checkpoints.py --rescore            # re-measure the recorded validation loss
+    python scripts/make_checkpoints.py reverser-transformer # one of the digit reversers of notebook 12
 
 Each checkpoint is written to data/checkpoints/NAME.safetensors with NAME.json beside it: the
 configuration, how long and how many steps it trained, the machine, and its validation loss on
 a fixed slice of the validation text (seqlab.pretrained.validation_batches).
 tests/test_checkpoints.py loads each one and re-measures that figure. The names, models and
 training set-up are in seqlab.pretrained, which the notebooks load them through.
+
+The digit reversers (REVERSERS below) are notebook 12's comparison of notebook 7's GRU
+encoder-decoder, notebook 8's attentional one and the Transformer, all trained on the same budget
+(800 steps of 64 pairs, Adam at 5e-3, clipping at 1.0, the same data in the same order): their
+records hold the configuration, the training set-up and the share of digits in the right place
+by source length on the fixed test strings; tests/test_checkpoints_reversers.py re-measures it.
 """
 
 from __future__ import annotations
@@ -20,14 +27,35 @@ import platform
 import sys
 import time
 
+from collections import defaultdict
+
 import torch
 
 from seqlab import pretrained
-from seqlab.data import LMBatches, char_lm_data, manifest
+from seqlab.data import LMBatches, char_lm_data, make_reversals, manifest
+from seqlab.data.pairs import PairBatches, pair_vocabs
 from seqlab.device import seed_everything
+from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig, seq2seq_loss, translate
+from seqlab.models.transformer_seq2seq import TransformerSeq2Seq, TransformerSeq2SeqConfig
 from seqlab.train import lm_loss, save_checkpoint, train
 
 SEQ_LEN, LR, CLIP, SEED = pretrained.SEQ_LEN, 3e-3, 1.0, 0
+
+# Notebook 12: three digit reversers on one budget (notebook 8's recipe, section 5). The GRU ones
+# are notebooks 7 and 8's models exactly; the Transformer is seqlab's, pre-norm (it trains without
+# a learning-rate warm-up, notebook 12 section 3). Its weights are stored in float16 to keep the file
+# under 1 MB; every recorded figure is measured on the stored weights, loaded back into float32.
+REVERSAL = {"train": {"n": 50_000, "min_len": 2, "max_len": 24, "seed": 0},
+            "test": {"n": 3_000, "min_len": 2, "max_len": 24, "seed": 1},
+            "steps": 800, "batch_size": 64, "lr": 5e-3, "clip_norm": 1.0, "seed": 0}
+REVERSERS: dict[str, dict] = {
+    "reverser-gru": {"model": "Seq2Seq", "config": {"cell": "gru", "embed_size": 16, "hidden_size": 64}},
+    "reverser-gru-dot": {"model": "Seq2Seq",
+                         "config": {"cell": "gru", "embed_size": 16, "hidden_size": 64, "attention": "dot"}},
+    "reverser-transformer": {"model": "TransformerSeq2Seq", "store_dtype": "float16",
+                             "config": {"d_model": 64, "nhead": 4, "num_encoder_layers": 3, "num_decoder_layers": 3,
+                                        "dim_feedforward": 256, "dropout": 0.0, "norm_first": True}},
+}
 
 
 def make(name: str, steps: int | None, minutes: float | None) -> dict:
@@ -55,6 +83,61 @@ def make(name: str, steps: int | None, minutes: float | None) -> dict:
     return record
 
 
+def build_reverser(model: str, config: dict) -> torch.nn.Module:
+    """An untrained reverser from a record's ``model`` and ``config`` (the full dataclass fields)."""
+    if model == "TransformerSeq2Seq":
+        return TransformerSeq2Seq(TransformerSeq2SeqConfig(**config))
+    return Seq2Seq(Seq2SeqConfig(**config))
+
+
+def reversal_accuracy(model: torch.nn.Module, vocab, pairs: list[tuple[str, str]]) -> dict[int, float]:
+    """Share of digits in the right place, averaged per source length (notebook 8's measure)."""
+    outputs = translate(model.eval(), [vocab.encode(s) for s, _ in pairs], max_len=26)
+    by_length: dict[int, list[float]] = defaultdict(list)
+    for (source, target), output in zip(pairs, outputs):
+        written = vocab.decode(output)
+        by_length[len(source)].append(sum(i < len(written) and written[i] == target[i]
+                                           for i in range(len(target))) / len(target))
+    return {n: round(sum(v) / len(v), 5) for n, v in sorted(by_length.items())}
+
+
+def make_reverser(name: str) -> dict:
+    spec, setup = REVERSERS[name], REVERSAL
+    pairs, test = make_reversals(**setup["train"]), make_reversals(**setup["test"])
+    vocab, _ = pair_vocabs(pairs)                                  # the same digits on both sides
+    torch.manual_seed(setup["seed"])
+    model = build_reverser(spec["model"], {"src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab), **spec["config"]})
+    batches = PairBatches([(vocab.encode(s), vocab.encode(t)) for s, t in pairs], setup["batch_size"], seed=setup["seed"])
+    history = train(model, batches, seq2seq_loss, max_steps=setup["steps"], lr=setup["lr"], clip_norm=setup["clip_norm"],
+                    seed=setup["seed"], description=name)
+    if spec.get("store_dtype") == "float16":                      # measure what is stored: round, then back to float32
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.half().float())
+    record = {
+        "name": name,
+        "model": spec["model"],
+        "config": model.config.to_dict(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "stored_dtype": spec.get("store_dtype", "float32"),
+        "data": {"task": "reverse a string of digits", "vocab": vocab.itos, "train": setup["train"], "test": setup["test"]},
+        "training": {"batch_size": setup["batch_size"], "lr": setup["lr"], "clip_norm": setup["clip_norm"],
+                     "seed": setup["seed"], "optimizer": "Adam", "steps": len(history.steps),
+                     "seconds": round(history.seconds, 1), "train_loss_first": round(history.train_loss[0], 4),
+                     "final_train_loss_avg50": round(sum(history.train_loss[-50:]) / 50, 4)},
+        "test": {"measure": "share of digits in the right place, greedy decoding, mean per source length",
+                 "accuracy_by_length": reversal_accuracy(model, vocab, test),
+                 "first_500_by_length": reversal_accuracy(model, vocab, test[:500])},
+        "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                    "processor": platform.machine(), "date": time.strftime("%Y-%m-%d")},
+        "made_by": "python scripts/make_checkpoints.py " + name,
+    }
+    if spec.get("store_dtype") == "float16":
+        model.half()
+    write(name, model, record)
+    return record
+
+
 def write(name: str, model: torch.nn.Module, record: dict) -> None:
     out = pretrained.checkpoint_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -72,14 +155,24 @@ def rescore(name: str) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", default=list(pretrained.CHECKPOINTS), help=f"some of {list(pretrained.CHECKPOINTS)}")
+    known = list(pretrained.CHECKPOINTS) + list(REVERSERS)
+    parser.add_argument("names", nargs="*", default=known, help=f"some of {known}")
     parser.add_argument("--steps", type=int, help="training steps for each (default: the table's)")
     parser.add_argument("--minutes", type=float, help="a time budget for each, instead of (or beside) the steps")
     parser.add_argument("--rescore", action="store_true", help="only re-measure the recorded validation loss")
     args = parser.parse_args(argv)
     for name in args.names:
+        if name in REVERSERS:
+            if args.steps is not None or args.minutes is not None or args.rescore:
+                parser.error(f"{name} is trained on notebook 12's fixed budget; --steps, --minutes and --rescore "
+                             "do not apply")
+            record = make_reverser(name)
+            print(f"{name}: digits in the right place at 2 / 12 / 24 digits: "
+                  + " / ".join(f"{record['test']['accuracy_by_length'][n]:.0%}" for n in (2, 12, 24))
+                  + f" after {record['training']['steps']} steps ({record['training']['seconds']:.0f} s)", flush=True)
+            continue
         if name not in pretrained.CHECKPOINTS:
-            parser.error(f"unknown checkpoint {name!r}; expected some of {list(pretrained.CHECKPOINTS)}")
+            parser.error(f"unknown checkpoint {name!r}; expected some of {known}")
         if args.rescore:
             record = rescore(name)
         else:

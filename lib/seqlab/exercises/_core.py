@@ -82,6 +82,15 @@ def register(exercise: Exercise) -> Exercise:
 
 
 def _short(value: Any, limit: int = 70) -> str:
+    if isinstance(value, Tensor):         # a summary, never torch's multi-line repr
+        dtype = str(value.dtype).removeprefix("torch.")
+        if value.dim() == 0:
+            return f"tensor({value.item():.6g}, {dtype})"
+        if value.numel() <= 6 and value.dim() == 1:
+            return f"tensor({[round(v, 4) if isinstance(v, float) else v for v in value.tolist()]}, {dtype})"
+        return f"<tensor of shape {tuple(value.shape)}, {dtype}>"
+    if isinstance(value, torch.nn.Module):
+        return f"<{type(value).__name__} module>"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, (list, tuple)) and len(value) > 6:

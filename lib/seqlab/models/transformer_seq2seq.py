@@ -1,0 +1,266 @@
+r"""The Transformer as a translator (Vaswani et al., 2017): the encoder-decoder of notebooks 7-8, without RNNs.
+
+The source ids :math:`x_1 \dots x_S` and the decoder's input ids :math:`y_0 \dots y_{T}`
+(``<bos>`` then the target, teacher forcing as in :class:`~seqlab.data.pairs.PairBatches`) are
+embedded, scaled by :math:`\sqrt{d_{model}}` as in the paper (section 3.4) and given the paper's
+sinusoidal positions (:class:`~seqlab.nn.positional.SinusoidalPositionalEncoding`):
+
+.. math::
+
+    X^{(0)} = \sqrt{d_{model}}\, E_{src}[x] + PE, \qquad Y^{(0)} = \sqrt{d_{model}}\, E_{tgt}[y] + PE
+
+Then :class:`seqlab.nn.transformer.Transformer` (seqlab's own, written out) runs the encoder stack
+on :math:`X`, giving the *memory* :math:`M = \mathrm{Encoder}(X^{(0)})`, and the decoder stack on
+:math:`Y` with causal self-attention and cross-attention to :math:`M`; a linear layer reads out
+next-token logits:
+
+.. math::
+
+    p(y_{t+1} \mid y_{\le t}, x) = \mathrm{softmax}\big(\mathrm{Decoder}(Y^{(0)}, M)_t\, W_{out}^\top + b\big)
+
+With ``tie_output=True`` :math:`W_{out}` *is* the target embedding matrix :math:`E_{tgt}` (the paper
+shares them; with ``share_embeddings=True`` the source uses the same matrix too, which needs one
+vocabulary for both sides). Padded source positions are hidden from every attention that reads the
+source (``src_key_padding_mask`` / ``memory_key_padding_mask``); the target needs no padding mask
+because padding sits at the end and the causal mask already hides later positions from real ones.
+
+**Where the source ends.** An RNN encoder knows: its last state is taken after the last real
+token. Self-attention over a padded batch does not (a token sees the others, but nothing says
+"last"), and a decoder that must write ``x_S`` first, like the reverser of notebooks 7-8, has to
+find the end. With ``mark_source_end=True`` (the default, as in fairseq) the encoder reads the
+source followed by ``<eos>``, so source attention has ``S + 1`` columns, the last one the marker.
+
+The batch format, the loss (:func:`~seqlab.models.seq2seq.seq2seq_loss`), :func:`~seqlab.models.seq2seq.translate`
+and the decoding methods (:meth:`greedy`, :meth:`beam`, :meth:`alignment`, :meth:`log_prob`) are
+those of :class:`~seqlab.models.seq2seq.Seq2Seq`, so the evaluation code of notebooks 7-8 runs on
+either model. ``forward(..., return_attention=True)`` returns every attention's per-head weights
+(for :class:`seqlab.widgets.attention.AttentionExplorer`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab.data.pairs import teacher_forcing
+from seqlab.decoding import Hypothesis, beam_search
+from seqlab.models._checks import check_ids
+from seqlab.nn.masks import causal_mask, padding_mask
+from seqlab.nn.positional import SinusoidalPositionalEncoding
+from seqlab.nn.transformer import Transformer
+
+
+@dataclass
+class TransformerSeq2SeqConfig:
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 64
+    nhead: int = 4
+    num_encoder_layers: int = 2
+    num_decoder_layers: int = 2
+    dim_feedforward: int = 256
+    dropout: float = 0.0
+    activation: str = "relu"          # 'relu' (the paper) or 'gelu'
+    norm_first: bool = False          # False: post-norm, the paper's LN(x + Sublayer(x)); True: pre-norm
+    tie_output: bool = True           # the output projection is the target embedding matrix (the paper's sharing)
+    share_embeddings: bool = False    # one embedding matrix for source and target (needs equal vocabularies)
+    mark_source_end: bool = True      # the encoder reads the source followed by <eos> (see the module docstring)
+    max_len: int = 256                # positions precomputed in the sinusoidal table (longer ones are computed)
+    pad_id: int = 0                   # the ids of seqlab.data.pairs.PAIR_SPECIALS
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_vocab(name: str, ids: Tensor, size: int) -> None:
+    """Ids outside the vocabulary would fail deep inside nn.Embedding with an index error: say so here."""
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= size):
+        bad = int(ids.max()) if int(ids.max()) >= size else int(ids.min())
+        raise ValueError(f"{name} holds id {bad}, outside the vocabulary of {size} entries (ids 0 .. {size - 1})")
+
+
+class TransformerSeq2Seq(nn.Module):
+    """Source ids ``(B, S)`` and lengths ``(B,)``, decoder input ids ``(B, T)`` -> next-token logits ``(B, T, V)``.
+
+    Built from :class:`seqlab.nn.transformer.Transformer` (batch-first), two embeddings (or one,
+    shared), sinusoidal positions and a linear read-out ``head``.
+    """
+
+    def __init__(self, config: TransformerSeq2SeqConfig):
+        super().__init__()
+        c = config
+        if c.d_model % c.nhead:
+            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
+                             f"got d_model={c.d_model}, nhead={c.nhead}")
+        if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
+            raise ValueError(f"share_embeddings needs one vocabulary for both sides, got src_vocab_size="
+                             f"{c.src_vocab_size} and tgt_vocab_size={c.tgt_vocab_size}")
+        self.config = c
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model,
+                                                                                 padding_idx=c.pad_id)
+        self.positional = SinusoidalPositionalEncoding(c.d_model, c.max_len)   # no parameters
+        self.dropout = nn.Dropout(c.dropout)
+        self.transformer = Transformer(c.d_model, c.nhead, c.num_encoder_layers, c.num_decoder_layers,
+                                       c.dim_feedforward, c.dropout, c.activation, batch_first=True,
+                                       norm_first=c.norm_first)
+        self.head = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self._reset_embeddings()
+        if c.tie_output:
+            self.head.weight = self.tgt_embed.weight                       # W_out = E_tgt: one (V, d) matrix
+
+    def _reset_embeddings(self) -> None:
+        # std d^-1/2, so that sqrt(d) * E[x] has unit-variance features, the scale of the positions
+        # (nn.Embedding's N(0, 1) times sqrt(d) would drown them) and, when tied, of sensible logits
+        for embed in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(embed.weight, std=self.config.d_model ** -0.5)
+            with torch.no_grad():
+                embed.weight[self.config.pad_id].zero_()
+
+    # -- the pieces -------------------------------------------------------------------------------------
+    def embed(self, ids: Tensor, table: nn.Embedding) -> Tensor:
+        """``sqrt(d_model) * E[ids] + PE``, then dropout: ``(B, n)`` -> ``(B, n, d_model)``."""
+        x = table(ids) * math.sqrt(self.config.d_model)                   # (B, n, d)
+        return self.dropout(self.positional(x))
+
+    def append_end(self, src: Tensor, lengths: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """``src`` ``(B, S)`` with ``<eos>`` written after each source's last real token: ``(B, S + 1)``, lengths + 1."""
+        src = torch.cat([src, src.new_full((src.shape[0], 1), self.config.pad_id)], dim=1)
+        ends = torch.full((src.shape[0],), src.shape[1] - 1, device=src.device) if lengths is None else lengths
+        src[torch.arange(src.shape[0], device=src.device), ends] = self.config.eos_id
+        return src, None if lengths is None else lengths + 1
+
+    def encode(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, *,
+               need_weights: bool = False) -> tuple:
+        """The memory ``(B, S', d_model)`` and the source padding mask ``(B, S')`` in torch's meaning
+        (True at padding; None without lengths); with ``need_weights``, also the encoder's
+        self-attention weights ``(L, B, H, S', S')``. ``S' = S + 1`` with ``mark_source_end``."""
+        lengths = check_ids("TransformerSeq2Seq", src, src_lengths)
+        _check_vocab("src", src, self.config.src_vocab_size)
+        if lengths is not None:
+            if len(lengths) and (int(lengths.min()) < 1 or int(lengths.max()) > src.shape[1]):
+                raise ValueError(f"src_lengths must be between 1 and the padded length {src.shape[1]}, "
+                                 f"got {lengths.tolist()}")
+            lengths = lengths.to(src.device)
+        if self.config.mark_source_end:
+            src, lengths = self.append_end(src, lengths)
+        pad = None if lengths is None else ~padding_mask(lengths, src.shape[1])   # (B, S), True = padding (torch's meaning)
+        out = self.transformer.encoder(self.embed(src, self.src_embed), src_key_padding_mask=pad,
+                                       **({"need_weights": True} if need_weights else {}))
+        if need_weights:
+            memory, weights = out
+            return memory, pad, weights
+        return out, pad
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, memory_padding: Tensor | None, *,
+               need_weights: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
+        """Logits ``(B, T, V)`` for decoder input ids ``(B, T)`` reading ``memory`` ``(B, S, d_model)``;
+        with ``need_weights``, also ``{"self": (L, B, H, T, T), "cross": (L, B, H, T, S)}``."""
+        check_ids("TransformerSeq2Seq", tgt_in, None)
+        _check_vocab("tgt_in", tgt_in, self.config.tgt_vocab_size)
+        if tgt_in.shape[0] != memory.shape[0]:
+            raise ValueError(f"src and tgt_in must hold the same number of sequences, got {memory.shape[0]} "
+                             f"and {tgt_in.shape[0]}")
+        T = tgt_in.shape[1]
+        # torch's meaning at the Transformer's boundary: True = may NOT attend (j > t)
+        future = ~causal_mask(T, device=tgt_in.device)                     # (T, T)
+        out = self.transformer.decoder(self.embed(tgt_in, self.tgt_embed), memory, tgt_mask=future,
+                                       memory_key_padding_mask=memory_padding, tgt_is_causal=True,
+                                       **({"need_weights": True} if need_weights else {}))
+        if need_weights:
+            y, weights = out
+            return self.head(y), weights
+        return self.head(out)                                              # (B, T, V)
+
+    def forward(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor, *,
+                return_attention: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
+        """Teacher-forced logits ``(B, T, V)`` (for :func:`~seqlab.models.seq2seq.seq2seq_loss`); with
+        ``return_attention=True`` also every attention's per-head weights, batch-first:
+        ``{"encoder": (L, B, H, S', S'), "decoder_self": (L, B, H, T, T), "cross": (L, B, H, T, S')}``
+        (``S' = S + 1``, the source's ``<eos>`` last, with ``mark_source_end``)."""
+        if not return_attention:
+            memory, pad = self.encode(src, src_lengths)
+            return self.decode(tgt_in, memory, pad)
+        memory, pad, encoder_weights = self.encode(src, src_lengths, need_weights=True)
+        logits, decoder_weights = self.decode(tgt_in, memory, pad, need_weights=True)
+        return logits, {"encoder": encoder_weights, "decoder_self": decoder_weights["self"],
+                        "cross": decoder_weights["cross"]}
+
+    # -- decoding ---------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def greedy(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None = None, *,
+               max_len: int = 50) -> list[Tensor]:
+        """Translate a batch, taking the likeliest token at each step: one 1-D tensor of ids per
+        source, without ``<eos>`` (cut at ``max_len`` tokens if ``<eos>`` never comes).
+
+        Each step runs the decoder on the whole prefix written so far (no cache of earlier keys
+        and values: simpler, and cheap at these lengths) and keeps the last position's argmax.
+        """
+        if max_len < 1:
+            raise ValueError(f"max_len must be at least 1, got {max_len}")
+        memory, pad = self.encode(src, src_lengths)
+        c = self.config
+        written = torch.full((src.shape[0], 1), c.bos_id, dtype=torch.long, device=src.device)   # (B, 1 + t)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            logits = self.decode(written, memory, pad)[:, -1]             # (B, V): the next token's scores
+            tokens = logits.argmax(dim=-1)                                 # (B,)
+            written = torch.cat([written, tokens[:, None]], dim=1)
+            done |= tokens == c.eos_id
+            if done.all():
+                break
+        outputs = []
+        for row in written[:, 1:].cpu():                                   # drop <bos>; cut at the first <eos>
+            ends = (row == c.eos_id).nonzero()
+            outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
+        return outputs
+
+    @torch.no_grad()
+    def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
+             length_penalty: float = 0.0) -> list[Hypothesis]:
+        """The ``beam_size`` best translations of *one* source ``(S,)``, best first (see
+        :func:`~seqlab.decoding.beam_search`). A hypothesis's state is its prefix of ids."""
+        if not isinstance(src, Tensor) or src.dim() != 1:
+            shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
+            raise ValueError(f"beam translates one source: expected ids of shape (S,), got {shape}")
+        memory, _ = self.encode(src[None], None)                           # (1, S, d)
+
+        def step(tokens: Tensor, prefix: Tensor) -> tuple[Tensor, Tensor]:
+            prefix = torch.cat([prefix, tokens[:, None]], dim=1)          # (n, t + 1)
+            logits = self.decode(prefix, memory.expand(len(prefix), -1, -1), None)[:, -1]
+            return F.log_softmax(logits.float(), dim=-1), prefix
+
+        empty = torch.empty(1, 0, dtype=torch.long, device=src.device)    # the prefix before <bos>
+        return beam_search(step, empty, bos_id=self.config.bos_id, eos_id=self.config.eos_id, beam_size=beam_size,
+                           max_len=max_len, length_penalty=length_penalty,
+                           reorder=lambda prefix, index: prefix.index_select(0, index))
+
+    @torch.no_grad()
+    def attention(self, src: Tensor, output: Tensor) -> dict[str, Tensor]:
+        """Every attention's per-head weights while writing ``output`` ``(T,)`` then ``<eos>`` for one
+        source ``(S,)``: ``{"encoder": (L, H, S', S'), "decoder_self": (L, H, T+1, T+1), "cross": (L, H, T+1, S')}``
+        (``S' = S + 1`` with ``mark_source_end``: the last column is the source's ``<eos>``)."""
+        tgt_in, _ = teacher_forcing(output, self.config.bos_id, self.config.eos_id)
+        _, weights = self(src[None], None, tgt_in[None], return_attention=True)
+        return {name: w[:, 0] for name, w in weights.items()}
+
+    @torch.no_grad()
+    def alignment(self, src: Tensor, output: Tensor, *, layer: int = -1) -> Tensor:
+        """Cross-attention weights ``(T+1, S')`` of one decoder layer (the last by default), averaged
+        over its heads, while writing ``output`` ``(T,)`` then ``<eos>`` for one source ``(S,)``:
+        the counterpart of :meth:`Seq2Seq.alignment <seqlab.models.seq2seq.Seq2Seq.alignment>`."""
+        return self.attention(src, output)["cross"][layer].mean(dim=0)
+
+    @torch.no_grad()
+    def log_prob(self, src: Tensor, target: Tensor) -> float:
+        """:math:`\\log p(y \\mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included."""
+        tgt_in, tgt_out = teacher_forcing(target, self.config.bos_id, self.config.eos_id)
+        log_probs = F.log_softmax(self(src[None], None, tgt_in[None])[0].float(), dim=-1)     # (T+1, V)
+        return float(log_probs.gather(1, tgt_out[:, None]).sum())
