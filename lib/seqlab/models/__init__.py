@@ -5,15 +5,22 @@ positional encodings ...); ``seqlab.models`` holds the task models built from th
 each: ``charlm`` (``CharLM``, the character language model), ``seq2seq`` (``Seq2Seq``, the
 encoder-decoder with optional attention), ``readout`` (``SequenceTagger``, ``SequenceClassifier``)
 and ``regressor`` (``SequenceRegressor``, the many-to-one model of the adding problem);
-``encoder`` (``EncoderModel``, ``EncoderConfig``: a small encoder-only Transformer over tokens).
+``encoder`` (``EncoderModel``, ``EncoderConfig``: a small encoder-only Transformer over tokens);
+``bert`` (``BertEncoder``, ``BertConfig``: BERT's layout, loads real BERT weights);
+``transformer_seq2seq`` (``TransformerSeq2Seq``, ``TransformerSeq2SeqConfig``: the paper's
+encoder-decoder, with Seq2Seq's batches, loss and decoding).
 """
 
+from seqlab.models.bert import BertConfig, BertEncoder
 from seqlab.models.charlm import CharLM, CharLMConfig
 from seqlab.models.encoder import EncoderConfig, EncoderModel
 from seqlab.models.readout import SequenceClassifier, SequenceTagger
 from seqlab.models.regressor import SequenceRegressor
 from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+from seqlab.models.transformer_seq2seq import TransformerSeq2Seq, TransformerSeq2SeqConfig
 
 __all__ = ["CharLM", "CharLMConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceClassifier", "SequenceRegressor",
            "SequenceTagger"]
 __all__ += ["EncoderConfig", "EncoderModel"]
+__all__ += ["BertConfig", "BertEncoder"]
+__all__ += ["TransformerSeq2Seq", "TransformerSeq2SeqConfig"]
