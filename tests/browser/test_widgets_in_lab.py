@@ -334,6 +334,10 @@ def _sliders_redraw(page, notebook: str) -> dict:
         # toggle and checkbox; then the latency of LATENCY_MOVES more moves
         for c, (label, kind, element) in enumerate(_other_controls(widget)):
             what = f"changing {kind} {label!r} of widget {w} in {notebook}"
+            # another control may have changed this one since (e.g. a model with one gate): look again
+            if element.is_disabled() or (kind == "dropdown" and element.locator("option").count() < 2):
+                print(f"{what}: disabled or one option now, left alone")
+                continue
             moves = element.locator("option").count() if kind == "dropdown" else 1
             for m in range(moves):
                 check_move(label, lambda: _operate(kind, element), what,
