@@ -97,6 +97,20 @@ def test_long_column_labels_turn_vertical_short_ones_stay_level():
     assert {t.get_rotation() for t in ax.get_xticklabels()} == {0.0}
 
 
+def test_tick_labels_are_all_kept_when_they_fit_else_every_kth():
+    fig, ax = _axes(4, 4)
+    draw_matrix(ax, np.zeros((12, 12)), [f"t{i}" for i in range(12)], [f"t{j}" for j in range(12)])
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"t{i}" for i in range(12)]
+    assert len(ax.get_xticklabels()) == 12
+    fig, ax = _axes(4, 4)                     # 64 rows in ~220 pt: 3.5 pt a row, a 10 pt label spans 3 rows
+    draw_matrix(ax, np.zeros((64, 64)), annotate=False, highlight_row=6)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(i) for i in range(0, 64, 3)]
+    assert list(ax.get_xticks()) == list(range(0, 64, 3)) and len(ax.texts) == 0
+    assert ax.get_yticklabels()[2].get_fontweight() == "bold"      # row 6's label
+    fig, ax = _axes(4, 4)
+    draw_matrix(ax, np.zeros((64, 64)), annotate=False, highlight_row=7)   # not labelled: no error
+
+
 def test_matrix_errors_name_what_was_expected():
     fig, ax = _axes()
     with pytest.raises(ValueError, match=r"values must be a matrix \(rows, columns\), got shape \(2, 2, 2\)"):
@@ -153,6 +167,27 @@ def test_layered_figure_keeps_the_last_views_pixels_by_key():
         assert png == pictures.setdefault(key, png)      # the same pixels whether kept or drawn again
     assert redrawn == [True, True, False, True, True, True]
     assert list(layered._views) == [1, 0]              # the two most recently used, oldest first
+
+
+def test_layered_figure_keeps_the_last_static_layers_by_key():
+    fig, ax = _axes()
+    image = draw_matrix(ax, np.zeros((3, 3)), annotate=False, vmin=0, vmax=1)
+    layered = LayeredFigure(fig, keep_statics=2)
+    data = {key: np.random.default_rng(key).random((3, 3)) for key in range(3)}
+    draws = []
+    original = layered.canvas.draw
+    layered.canvas.draw = lambda: (draws.append(1), original())
+    for key in (0, 1, 0, 2, 1):              # keep 2: 0 is kept; 2 pushes 1 out
+        image.set_data(data[key])
+        ax.set_title(f"state {key}")
+        layered.restyle(key=key)
+        before = len(draws)
+        png = layered.png()
+        full = io.BytesIO()
+        fig.savefig(full, format="png", dpi=fig.dpi)
+        np.testing.assert_array_equal(_pixels(png), _pixels(full.getvalue()))
+        draws.append(("redrawn", len(draws) > before))
+    assert [d[1] for d in draws if isinstance(d, tuple)] == [True, True, False, True, True]
 
 
 # -- Widget --------------------------------------------------------------------------------------------

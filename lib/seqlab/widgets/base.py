@@ -21,6 +21,7 @@ r"""What every course widget shares: an annotated heatmap, a figure redrawn in l
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Literal
@@ -102,8 +103,10 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
     ``fontsize`` (judged from the axes' size in the figure, so lay the figure out first);
     the text is black or white, whichever reads on the cell. ``row_labels``/``col_labels``
     (e.g. tokens; default: 0, 1, ...) go on the y and x axes at ``label_fontsize`` (default
-    ``fontsize``); column labels turn vertical when they would overlap. ``highlight_row`` is
-    outlined and its label set in bold. Returns the ``AxesImage``.
+    ``fontsize``); column labels turn vertical when they would overlap, and when even so they
+    would, only every k-th row/column is labelled (k = ceil(label size / cell size)). With
+    ``annotate=False`` no cell's text is made. ``highlight_row`` is outlined and its label (if shown)
+    set in bold. Returns the ``AxesImage``.
     """
     values = _as_matrix(values)
     rows, cols = values.shape
@@ -129,38 +132,43 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
                       interpolation_stage="data")
     ax.set_facecolor(MASKED_COLOUR)
 
-    texts = [[format_number(v, fmt) for v in row] for row in values]
+    box = ax.get_position()                                      # in figure fractions
+    column_pt = box.width * ax.figure.get_figwidth() * 72 / cols
+    row_pt = box.height * ax.figure.get_figheight() * 72 / rows
+    texts = None
     if annotate == "auto":
-        fig = ax.figure
-        box = ax.get_position()                                  # in figure fractions
-        width_pt = box.width * fig.get_figwidth() * 72 / cols
-        height_pt = box.height * fig.get_figheight() * 72 / rows
-        cell_pt = min(width_pt, height_pt)                       # aspect "equal": square cells
-        widest = max((_text_width_pt(t, fontsize) for row in texts for t in row), default=0.0)
-        annotate = widest + 2 <= cell_pt and fontsize + 2 <= cell_pt
+        cell_pt = min(column_pt, row_pt)                         # aspect "equal": square cells
+        annotate = fontsize + 2 <= cell_pt                       # too small cells: no number is formatted
+        if annotate:
+            texts = [[format_number(v, fmt) for v in row] for row in values]
+            widest = max((_text_width_pt(t, fontsize) for row in texts for t in row), default=0.0)
+            annotate = widest + 2 <= cell_pt
     if annotate:
-        norm = Normalize(vmin, vmax)
+        texts = texts or [[format_number(v, fmt) for v in row] for row in values]
+        colours = colour_map(Normalize(vmin, vmax)(values))      # (rows, cols, 4), one call for every cell
         for (i, j), v in np.ndenumerate(values):
-            colour = "black" if not np.isfinite(v) else text_colour(colour_map(norm(v)))
+            colour = "black" if not np.isfinite(v) else text_colour(colours[i, j])
             ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=fontsize, color=colour)
 
-    ax.set_xticks(range(cols), col_labels if col_labels is not None else [str(j) for j in range(cols)],
-                  fontsize=label_fontsize)
-    ax.set_yticks(range(rows), row_labels if row_labels is not None else [str(i) for i in range(rows)],
-                  fontsize=label_fontsize)
-    labels = col_labels if col_labels is not None else [str(j) for j in range(cols)]
-    box = ax.get_position()
-    column_pt = box.width * ax.figure.get_figwidth() * 72 / cols
-    if max(_text_width_pt(label, label_fontsize) for label in labels) > 0.95 * column_pt:
-        for tick in ax.get_xticklabels():
-            tick.set_rotation(90)
+    # tick labels: every one when they fit, else every k-th (k = how many rows/columns one label spans);
+    # a 64 x 64 matrix then sets 16 labels an axis, not 64 (each tick is a few hundred calls)
+    col_labels = col_labels if col_labels is not None else [str(j) for j in range(cols)]
+    row_labels = row_labels if row_labels is not None else [str(i) for i in range(rows)]
+    vertical = max(_text_width_pt(label, label_fontsize) for label in col_labels) > 0.95 * column_pt
+    col_every = math.ceil(label_fontsize / column_pt) if vertical else 1
+    row_every = max(math.ceil(label_fontsize / row_pt), 1)
+    ax.set_xticks(range(0, cols, col_every), col_labels[::col_every], fontsize=label_fontsize,
+                  rotation=90 if vertical else 0)
+    ax.set_yticks(range(0, rows, row_every), row_labels[::row_every], fontsize=label_fontsize)
     ax.tick_params(length=0)
     ax.grid(False)
     if highlight_row is not None:
         ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), cols, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR,
                                lw=2.0, clip_on=False, zorder=3))
-        ax.get_yticklabels()[highlight_row].set_fontweight("bold")
-        ax.get_yticklabels()[highlight_row].set_color(HIGHLIGHT_COLOUR)
+        if highlight_row % row_every == 0:                       # its label is shown
+            label = ax.get_yticklabels()[highlight_row // row_every]
+            label.set_fontweight("bold")
+            label.set_color(HIGHLIGHT_COLOUR)
     if xlabel:
         ax.set_xlabel(xlabel, fontsize=fontsize)
     if ylabel:
@@ -187,11 +195,13 @@ class LayeredFigure:
 
     ``keep_views=k`` keeps the pixels of the last ``k`` views, named by the ``key`` given to
     :meth:`view_changed` (e.g. ``(layer, head)``): going back to one of them costs no view
-    drawing (a full-figure copy each, about width x height x 4 bytes).
+    drawing (a full-figure copy each, about width x height x 4 bytes). ``keep_statics=k`` does the
+    same for the static layer, named by the ``key`` given to :meth:`restyle` (e.g. the sizes of the
+    matrices shown): going back to one costs no full draw.
     """
 
     def __init__(self, figure: Figure, view_artists: Iterable = (), step_artists: Iterable = (), *,
-                 keep_views: int = 0):
+                 keep_views: int = 0, keep_statics: int = 0):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         self.figure = figure
@@ -206,11 +216,19 @@ class LayeredFigure:
         self.keep_views = keep_views
         self._views: dict = {}       # key -> static + view pixels, oldest first
         self._view_key = None
+        self.keep_statics = keep_statics
+        self._statics: dict = {}     # key -> static pixels, oldest first
+        self._static_key = None
 
-    def restyle(self) -> None:
-        """Something in the static layer changed: draw it again at the next :meth:`png`."""
+    def restyle(self, key=None) -> None:
+        """Something in the static layer changed (to the state named ``key``, if given): draw it again
+        at the next :meth:`png`, or take its kept pixels. The owner must have put every static artist
+        in the state ``key`` names (kept pixels are a copy of them, not a replacement)."""
         self._static = self._background = None
         self._views.clear()
+        self._static_key = key
+        if key is not None and key in self._statics:
+            self._static = self._statics[key] = self._statics.pop(key)     # the most recently used goes last
 
     def view_changed(self, key=None) -> None:
         """View artists changed (to the view named ``key``, if given): draw the view layer again at
@@ -234,6 +252,10 @@ class LayeredFigure:
                 for artist in layered:
                     artist.set_animated(False)     # ... but part of the figure again for savefig
             self._static = self.canvas.copy_from_bbox(self.figure.bbox)
+            if self.keep_statics and self._static_key is not None:
+                self._statics[self._static_key] = self._static
+                while len(self._statics) > self.keep_statics:
+                    self._statics.pop(next(iter(self._statics)))
         if self._background is None:
             self.canvas.restore_region(self._static)
             for artist in self.view_artists + self._frames:

@@ -170,7 +170,7 @@ def _replace_matrix(ax, values: np.ndarray, title: str) -> None:
     image.set_extent((-0.5, cols - 0.5, rows - 0.5, -0.5))
     ax.set_xlim(-0.5, cols - 0.5)
     ax.set_ylim(rows - 0.5, -0.5)
-    ax.set_title(title, fontsize=ax.title.get_fontsize())
+    ax.set_title(title, fontsize=ax.title.get_fontsize(), y=1.0)
 
 
 def _as_table(learned) -> np.ndarray:
@@ -211,7 +211,8 @@ class PositionalPlot:
         self.ax_info.axis("off")
         self.sizes: tuple[int, int] | None = None
         self.state: dict[str, int] = {}
-        self.layers = LayeredFigure(self.figure)
+        # a slider dragged back and forth revisits sizes: their static pixels are kept (about 2 MB each)
+        self.layers = LayeredFigure(self.figure, keep_statics=8)
         self._build_view_artists()
 
     # the artists that follow dimension / pos / k (the view layer) --------------------------------------
@@ -223,13 +224,15 @@ class PositionalPlot:
         (self.wave_curve,) = self.ax_wave.plot([], [], color="tab:blue", lw=1.5)
         (self.wave_points,) = self.ax_wave.plot([], [], "o", color="tab:blue", ms=3)
         (self.wave_pos,) = self.ax_wave.plot([], [], "o", color="black", ms=7, mfc="none", mew=1.5)
-        self.wave_title = self.ax_wave.set_title("", fontsize=fs)
+        # titles at y = 1: where matplotlib puts them anyway (x tick labels below), without the search
+        # through every tick label's extent that it does at each full draw to find that out
+        self.wave_title = self.ax_wave.set_title("", fontsize=fs, y=1.0)
         self.sim_rows = [ax.axhline(0, color="black", lw=1.0, ls="--") for ax in self.ax_sim]
         draw_matrix(self.ax_rot, np.eye(2), ["sin", "cos"], ["sin", "cos"], annotate=True, cmap=SIMILARITY_CMAP,
                     vmin=-1, vmax=1, fmt="+.3f", fontsize=fs)
         self.rot_image = self.ax_rot.images[0]
         self.rot_texts = list(self.ax_rot.texts)
-        self.rot_title = self.ax_rot.set_title("", fontsize=fs)
+        self.rot_title = self.ax_rot.set_title("", fontsize=fs, y=1.0)
         self.rot_info = self.ax_info.text(0.0, 1.0, "", transform=self.ax_info.transAxes, ha="left", va="top",
                                           fontsize=fs - 1, family="monospace")
         # view layer: what follows the dimension and the shift; step layer: what follows pos alone
@@ -258,6 +261,7 @@ class PositionalPlot:
                 labels = ("dimension", "position") if ax is self.ax_pe else ("position n", "position m")
                 draw_matrix(ax, values, annotate=False, cmap=SIMILARITY_CMAP, vmin=-1, vmax=1, xlabel=labels[0],
                             ylabel=labels[1], title=title, fontsize=fs)
+                ax.set_title(title, fontsize=fs, y=1.0)
             else:                                # ... later sizes only swap the numbers (much faster)
                 _replace_matrix(ax, values, title)
             _nice_ticks(ax, *values.shape)
@@ -270,7 +274,7 @@ class PositionalPlot:
             self.figure.suptitle("cosine similarity of positions m and n (red = alike, blue = opposite); "
                                  "PE(pos + k) = R_k PE(pos)", x=0.5, y=0.49, fontsize=fs)
         self.sizes = (d_model, length)
-        self.layers.restyle()
+        self.layers.restyle(key=(d_model, length))
 
     def update(self, d_model: int, length: int, dimension: int, pos: int, k: int) -> None:
         """Show the state (``dimension`` of ``d_model``, the rows ``pos`` and ``pos + k``)."""
@@ -323,7 +327,8 @@ class PositionalExplorer(Widget):
     >>> PositionalExplorer(learned=model.positional.weight, learned_label="trained in section 7")
 
     A move of ``dimension``, ``pos`` or ``k`` redraws lines, texts and the 2x2 block over kept
-    pixels; ``d_model`` and ``length`` redraw the heatmaps (their similarity matrices are cached).
+    pixels; ``d_model`` and ``length`` redraw the heatmaps (their similarity matrices are cached,
+    and the last 8 sizes' pictures are kept: going back to one draws no heatmap).
     """
 
     def __init__(self, d_model: int = 64, length: int = 64, *, dimension: int = 8, pos: int = 10, k: int = 5,
