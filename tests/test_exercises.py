@@ -37,3 +37,19 @@ def test_each_exercise_module_belongs_to_a_notebook_that_checks_all_of_its_exerc
 def test_unknown_exercise_lists_the_known_ones():
     with pytest.raises(KeyError, match="no exercise named 'nope'; known: "):
         check("nope", print)
+
+
+def test_importing_or_checking_exercises_leaves_torchs_global_generator_alone():
+    """Notebooks seed once and then draw; an exercise module that reseeded or drew at import (or while
+    checking) would shift every later random number of the notebook that imports it."""
+    import importlib
+    import subprocess
+    import sys
+
+    code = ("import torch; torch.manual_seed(0); s = torch.get_rng_state().clone(); "
+            "import seqlab.exercises as e; from seqlab.exercises import check, EXERCISES; "
+            "[check(n, ex.reference) for n, ex in EXERCISES.items()]; "
+            "assert torch.equal(s, torch.get_rng_state()), 'the global generator moved'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    importlib.import_module("seqlab.exercises")

@@ -191,9 +191,10 @@ def measure_costs(E: int, n: int, h: int) -> dict[str, int]:
 
     from seqlab.nn.multihead import MultiheadAttention
 
-    torch.manual_seed(0)
-    attention = MultiheadAttention(E, h, batch_first=True)
-    X = torch.randn(1, n, E)
+    with torch.random.fork_rng(devices=[]):   # any weights will do; leave the student's generator alone
+        torch.manual_seed(0)
+        attention = MultiheadAttention(E, h, batch_first=True)
+        X = torch.randn(1, n, E)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         _, weights = attention(X, X, X, need_weights=True, average_attn_weights=False)
     return {"parameters": sum(p.numel() for p in attention.parameters()),

@@ -128,8 +128,9 @@ def _diagnose_sublayer(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 
 def _sublayer_case(seed: int, d: int, norm_first: bool) -> tuple:
-    torch.manual_seed(seed)
-    F = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d)).double()    # an FFN as the sublayer
+    with torch.random.fork_rng(devices=[]):   # seeded, without touching the student's global generator
+        torch.manual_seed(seed)
+        F = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d)).double()  # an FFN as the sublayer
     LN = LayerNorm(d).double()
     with torch.no_grad():                     # a gamma and beta away from 1 and 0, so that every mistake shows
         LN.weight.copy_(1 + randn64(d, seed=seed + 1) / 2)
