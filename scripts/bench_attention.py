@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from _timing import time_interleaved  # a sibling script: the shared timing loop
 
 from seqlab.nn.multihead import MultiheadAttention
 
@@ -58,13 +59,7 @@ def bench(batch: int, seq: int, width: int, heads: int, repeats: int, warmup: in
              "seqlab explicit": _train_step(explicit, x, mask, need_weights=True),
              "torch fused": _train_step(reference, x, mask, need_weights=False),
              "seqlab fused": _train_step(fused, x, mask, need_weights=False)}
-    times: dict[str, list[float]] = {key: [] for key in steps}
-    for repeat in range(warmup + repeats):
-        for key, step in steps.items():
-            start = clock()
-            step()
-            if repeat >= warmup:
-                times[key].append(clock() - start)
+    times = time_interleaved(steps, warmup=warmup, repeats=repeats, clock=clock)
     return {key: min(values) * 1e3 for key, values in times.items()}
 
 

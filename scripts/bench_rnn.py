@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 
 import torch
+from _timing import time_interleaved  # a sibling script: the shared timing loop
 
 from seqlab.nn import GRU, LSTM, RNN
 
@@ -50,13 +50,7 @@ def bench(batch: int, seq: int, input_size: int, hidden: int, repeats: int, warm
         x = torch.randn(seq, batch, input_size, device=device, requires_grad=True)
         steps = {"torch.nn": _train_step(reference, x), "seqlab": _train_step(fused, x),
                  "seqlab plain": _train_step(plain, x)}
-        times: dict[str, list[float]] = {key: [] for key in steps}
-        for repeat in range(warmup + repeats):
-            for key, step in steps.items():
-                start = time.perf_counter()
-                step()
-                if repeat >= warmup:
-                    times[key].append(time.perf_counter() - start)
+        times = time_interleaved(steps, warmup=warmup, repeats=repeats)
         med = {key: statistics.median(values) * 1e3 for key, values in times.items()}
         rows.append((name, med["torch.nn"], med["seqlab"], med["seqlab plain"]))
     return rows

@@ -16,10 +16,10 @@ one run. The CPU thread count is fixed (``--threads``) so that runs are comparab
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import torch
+from _timing import time_interleaved  # a sibling script: the shared timing loop
 
 from seqlab.nn.transformer import Transformer, TransformerEncoderLayer
 
@@ -51,13 +51,7 @@ def bench(batch: int, seq: int, d_model: int, heads: int, d_ff: int, repeats: in
     mask = Transformer.generate_square_subsequent_mask(seq, device=device) if causal else None
     steps = {"torch.nn": _train_step(reference, x, mask), "seqlab": _train_step(explicit, x, mask),
              "seqlab fused": _train_step(fused, x, mask)}
-    times: dict[str, list[float]] = {key: [] for key in steps}
-    for repeat in range(warmup + repeats):
-        for key, step in steps.items():
-            start = time.perf_counter()
-            step()
-            if repeat >= warmup:
-                times[key].append(time.perf_counter() - start)
+    times = time_interleaved(steps, warmup=warmup, repeats=repeats)
     return {key: min(values) * 1e3 for key, values in times.items()}
 
 
