@@ -151,6 +151,16 @@ def tensors_close(got: Any, expected: Tensor, *, rtol: float = 1e-5, atol: float
             and bool(torch.allclose(got.to(expected.dtype), expected, rtol=rtol, atol=atol)))
 
 
+def first_difference(got: Tensor, expected: Tensor, *, atol: float = 1e-9) -> str:
+    """Where two same-shaped tensors first differ, in one line (never torch's multi-line repr)."""
+    differs = ~torch.isclose(got.to(expected.dtype), expected, atol=atol)
+    if not differs.any():
+        return "the values agree"
+    index = tuple(int(i) for i in torch.nonzero(differs)[0])
+    return (f"the first difference is at index {index}: {got[index].item():.4g} instead of "
+            f"{expected[index].item():.4g}")
+
+
 def tensor_hint(got: Any, expected: Tensor) -> str | None:
     """The hint for a result that is not a tensor, or not of the expected shape (else None)."""
     if not isinstance(got, Tensor):

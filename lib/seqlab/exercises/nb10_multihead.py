@@ -8,23 +8,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
 
 
 def _close(a: Any, b: Tensor) -> bool:
     return tensors_close(a, b, atol=1e-9)
-
-
-def _first_difference(got: Tensor, expected: Tensor) -> str:
-    """Where two same-shaped tensors first differ, in one line (never a multi-line repr)."""
-    index = tuple(int(i) for i in torch.nonzero(~torch.isclose(got.to(expected.dtype), expected, atol=1e-9))[0])
-    return f"the first difference is at index {index}: {got[index].item():.4g} instead of {expected[index].item():.4g}"
-
-
-def _summary(x: Any) -> str:
-    if isinstance(x, Tensor):
-        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
-    return type(x).__name__
 
 
 # -- 1. split the heads ------------------------------------------------------------------------------
@@ -48,9 +36,9 @@ def _diagnose_split(args: tuple, got: Any, expected: Tensor) -> str | None:
                 "order, so 'head 0' got the first n*d_k numbers -- every feature of the first n/h tokens -- instead "
                 "of features 0..d_k-1 of every token. View as (B, n, h, d_k) first, then .transpose(1, 2).")
     if _close(got, X.view(B, n, d_k, h).permute(0, 3, 1, 2)):
-        return (f"your head i holds every h-th feature (i, i+h, ...). Head i is the contiguous block of features "
-                f"i*d_k .. (i+1)*d_k - 1 (the columns of W_i^Q): view as (B, n, h, d_k), not (B, n, d_k, h).")
-    return f"{_first_difference(got, expected)}."
+        return ("your head i holds every h-th feature (i, i+h, ...). Head i is the contiguous block of features "
+                "i*d_k .. (i+1)*d_k - 1 (the columns of W_i^Q): view as (B, n, h, d_k), not (B, n, d_k, h).")
+    return f"{first_difference(got, expected)}."
 
 
 register(Exercise(
@@ -89,7 +77,7 @@ def _diagnose_concat(args: tuple, got: Any, expected: Tensor) -> str | None:
     if _close(got, Z.permute(0, 2, 3, 1).reshape(B, n, h * d_k)):
         return ("your features interleave the heads (head 0's feature 0, head 1's feature 0, ...). Concat puts "
                 "head 1's d_k features after all of head 0's: transpose(1, 2), not permute(0, 2, 3, 1).")
-    return f"{_first_difference(got, expected)}."
+    return f"{first_difference(got, expected)}."
 
 
 register(Exercise(
@@ -157,7 +145,7 @@ def _diagnose_mha(args: tuple, got: Any, expected: Tensor) -> str | None:
             return message
     if h > 1 and _close(got, _multi_head_attention(X, W_Q, W_K, W_V, W_O, 1)):
         return f"that is one wide head (h = 1); split Q, K and V into h = {h} heads of d_k = {E // h} features each."
-    return f"{_first_difference(got, expected)}."
+    return f"{first_difference(got, expected)}."
 
 
 register(Exercise(

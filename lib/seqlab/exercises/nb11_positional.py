@@ -8,21 +8,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
 
 
 def _close(a: Any, b: Tensor) -> bool:
     return tensors_close(a, b, atol=1e-9)
-
-
-def _first_difference(got: Tensor, expected: Tensor) -> str:
-    """Where two same-shaped tensors first differ, in one line (never a multi-line repr)."""
-    differs = ~torch.isclose(got.to(expected.dtype), expected, atol=1e-9)
-    if not differs.any():
-        return "the values agree"
-    index = tuple(int(i) for i in torch.nonzero(differs)[0])
-    return (f"the first difference is at index {index}: {got[index].item():.4g} instead of "
-            f"{expected[index].item():.4g}")
 
 
 # -- 1. the sinusoidal table ------------------------------------------------------------------------
@@ -64,7 +54,7 @@ def _diagnose_table(args: tuple, got: Any, expected: Tensor) -> str | None:
         return "the exponent is 2i/d_model where i is the pair (column // 2), not 2j with j the column itself."
     if _close(got, _table_variant(length, d_model, start=1)):
         return "positions start at 0: row 0 is PE(0) = (0, 1, 0, 1, ...)."
-    return _first_difference(got, expected) + "."
+    return first_difference(got, expected) + "."
 
 
 register(Exercise(
@@ -107,7 +97,7 @@ def _diagnose_rotation(args: tuple, got: Any, expected: Tensor) -> str | None:
     if isinstance(got, Tensor) and got.numel() == 2 and abs(got.norm().item() - x.norm().item()) > 1e-6:
         return (f"a rotation keeps the length: |x| = {x.norm().item():.4g}, your result has length "
                 f"{got.norm().item():.4g}. Use cos and sin of the same angle.")
-    return _first_difference(got, expected) + "."
+    return first_difference(got, expected) + "."
 
 
 register(Exercise(

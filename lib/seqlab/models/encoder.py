@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-import torch
 from torch import Tensor, nn
 
 from seqlab.models._checks import check_ids

@@ -73,7 +73,7 @@ def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
     """One stage (index into :data:`STAGES`) as annotated matrices; returns a new Figure."""
     if not 0 <= stage < len(STAGES):
         raise ValueError(f"stage must be in 0..{len(STAGES) - 1} ({', '.join(STAGES)}), got {stage}")
-    t, n = steps.tokens, len(steps.tokens)
+    t = steps.tokens
     d_k = steps.Q.shape[1]
     lim = max(1.0, float(np.nanmax(np.abs(np.where(np.isfinite(steps.masked), steps.scores, 0)))))
     panels: list[tuple] = []
