@@ -12,13 +12,12 @@ from seqlab.train import read_checkpoint_metadata
 
 
 @pytest.mark.parametrize("name", sorted(pretrained.CHECKPOINTS))
-def test_checkpoint_reproduces_its_recorded_validation_loss(name):
+def test_checkpoint_reproduces_its_recorded_validation_loss(name, two_threads):
     folder = pretrained.checkpoint_dir()
     weights = folder / f"{name}.safetensors"
     assert weights.stat().st_size < 5 * 1024 * 1024, "checkpoints stay small (a few MB)"
     record = json.loads((folder / f"{name}.json").read_text())
     assert read_checkpoint_metadata(weights) == record, "the JSON beside the weights is the record inside them"
-    torch.set_num_threads(2)
     model, _ = pretrained.load_pretrained(name)
     assert not model.training
     measured = pretrained.validation_loss(model)

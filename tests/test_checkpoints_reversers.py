@@ -20,7 +20,7 @@ _spec.loader.exec_module(make_checkpoints)
 
 
 @pytest.mark.parametrize("name", sorted(make_checkpoints.REVERSERS))
-def test_reverser_checkpoint_reproduces_its_record(name):
+def test_reverser_checkpoint_reproduces_its_record(name, two_threads):
     folder = pretrained.checkpoint_dir()
     weights = folder / f"{name}.safetensors"
     assert weights.stat().st_size < 1024 * 1024, "each reverser stays under 1 MB"
@@ -30,7 +30,6 @@ def test_reverser_checkpoint_reproduces_its_record(name):
     assert record["data"]["train"] == setup["train"] and record["data"]["test"] == setup["test"]
     assert {k: record["training"][k] for k in ("steps", "batch_size", "lr", "clip_norm")} == \
            {k: setup[k] for k in ("steps", "batch_size", "lr", "clip_norm")}      # one budget for all three
-    torch.set_num_threads(2)
     model = make_checkpoints.build_reverser(record["model"], record["config"])
     load_checkpoint(weights, model)
     assert all(p.dtype == torch.float32 for p in model.parameters())

@@ -8,11 +8,7 @@ import torch
 from seqlab.exercises import check
 from seqlab.nn import RNN
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    return repr(result)
+from exercise_helpers import failure_message
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -28,14 +24,14 @@ def message(name, fn) -> str:
     (lambda x, h, W_h, W_x, b: torch.tanh(h @ W_h.T + x @ W_x.T + b).sum(), "should have shape"),
 ])
 def test_rnn_cell_step_hints(wrong, hint):
-    assert hint in message("rnn_cell_step", wrong)
+    assert hint in failure_message("rnn_cell_step", wrong)
 
 
 def test_rnn_cell_step_shape_error_gets_the_shape_hint():
     # swapping the matrices runs when I == H but fails when I != H: the hint explains the shapes
     def swapped(x, h, W_h, W_x, b):
         return torch.tanh(h @ W_x.T + x @ W_h.T + b)
-    text = message("rnn_cell_step", swapped)
+    text = failure_message("rnn_cell_step", swapped)
     assert "raised RuntimeError" in text and "W_h multiplies the previous state" not in text
     assert "W_x is (H, I) and multiplies x_t" in text or "x_t @ W_x.T" in text
 
@@ -54,7 +50,7 @@ def stable(z):
     (lambda z, tau: torch.softmax(z / tau, dim=-1).tolist(), "return a torch.Tensor"),
 ])
 def test_softmax_temperature_hints(wrong, hint):
-    assert hint in message("softmax_temperature", wrong)
+    assert hint in failure_message("softmax_temperature", wrong)
 
 
 def reference_count(I, H, L=1, bi=False):
@@ -104,4 +100,4 @@ def only_one_layer(I, H, L=1, bi=False):
     (lambda I, H, L=1, bi=False: "many", "return an int"),
 ])
 def test_parameter_count_hints(wrong, hint):
-    assert hint in message("rnn_parameter_count", wrong)
+    assert hint in failure_message("rnn_parameter_count", wrong)

@@ -8,11 +8,7 @@ import torch
 from seqlab.decoding import beam_search
 from seqlab.exercises import EXERCISES, check
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    return repr(result)
+from exercise_helpers import failure_message
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -23,7 +19,7 @@ def message(name, fn) -> str:
     (lambda y, bos, eos: [bos] + list(y), "return a pair"),
 ])
 def test_teacher_forcing_pair_hints(wrong, hint):
-    assert hint in message("teacher_forcing_pair", wrong)
+    assert hint in failure_message("teacher_forcing_pair", wrong)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -34,7 +30,7 @@ def test_teacher_forcing_pair_hints(wrong, hint):
     (lambda lp, tokens: "a number", "return one number"),
 ])
 def test_sequence_log_prob_hints(wrong, hint):
-    assert hint in message("sequence_log_prob", wrong)
+    assert hint in failure_message("sequence_log_prob", wrong)
 
 
 def _beam_step_no_history(scores, log_probs, k):
@@ -61,7 +57,7 @@ def _beam_step_swapped_index(scores, log_probs, k):
     (lambda scores, log_probs, k: [(0, 0, 0.0)], "keep exactly beam_size"),
 ])
 def test_beam_step_hints(wrong, hint):
-    assert hint in message("beam_step", wrong)
+    assert hint in failure_message("beam_step", wrong)
 
 
 def test_beam_step_reference_is_the_step_inside_seqlabs_beam_search():

@@ -11,11 +11,7 @@ from seqlab.exercises import EXERCISES, check
 from seqlab.metrics import modified_precision
 from seqlab.nn.attention import Attention
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    return repr(result)
+from exercise_helpers import failure_message
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -26,7 +22,7 @@ def message(name, fn) -> str:
     (lambda s, H: torch.softmax(H @ s, 0), "return a pair of tensors"),
 ])
 def test_attend_hints(wrong, hint):
-    assert hint in message("attend", wrong)
+    assert hint in failure_message("attend", wrong)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -36,7 +32,7 @@ def test_attend_hints(wrong, hint):
     (lambda e, m: torch.softmax(e.masked_fill(~m, float("-inf")), 0), "the last dimension"),
 ])
 def test_masked_softmax_hints(wrong, hint):
-    assert hint in message("masked_softmax", wrong)
+    assert hint in failure_message("masked_softmax", wrong)
 
 
 def unclipped(candidate, reference, n):
@@ -56,7 +52,7 @@ def distinct(candidate, reference, n):
     (lambda c, r, n: (modified_precision(c, [r], n)[0], len(c)), "n-grams of order n"),
 ])
 def test_modified_precision_hints(wrong, hint):
-    assert hint in message("modified_precision", wrong)
+    assert hint in failure_message("modified_precision", wrong)
 
 
 def test_references_agree_with_the_library():

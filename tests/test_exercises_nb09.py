@@ -10,11 +10,7 @@ import torch
 from seqlab.exercises import EXERCISES, check
 from seqlab.nn.masks import causal_mask
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    return repr(result)
+from exercise_helpers import failure_message
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -25,7 +21,7 @@ def message(name, fn) -> str:
     (lambda e, d: (e / math.sqrt(d)).tolist(), "return a torch.Tensor"),
 ])
 def test_scaled_softmax_hints(wrong, hint):
-    assert hint in message("scaled_softmax", wrong)
+    assert hint in failure_message("scaled_softmax", wrong)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -35,7 +31,7 @@ def test_scaled_softmax_hints(wrong, hint):
     (lambda n: ~torch.ones(n, n, dtype=torch.bool).tril(), "not what is hidden"),
 ])
 def test_causal_mask_hints(wrong, hint):
-    assert hint in message("causal_mask", wrong)
+    assert hint in failure_message("causal_mask", wrong)
 
 
 def head(scale=lambda d: math.sqrt(d), dim=-1, values=True, transpose=False, weights_only=False):
@@ -56,7 +52,7 @@ def head(scale=lambda d: math.sqrt(d), dim=-1, values=True, transpose=False, wei
     (head(weights_only=True), "multiply it by V"),
 ])
 def test_self_attention_hints(wrong, hint):
-    assert hint in message("self_attention", wrong)
+    assert hint in failure_message("self_attention", wrong)
 
 
 def test_the_causal_mask_reference_is_seqlabs():

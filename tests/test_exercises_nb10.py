@@ -11,14 +11,7 @@ from seqlab.exercises import EXERCISES, check, exercises_of
 from seqlab.exercises.nb10_multihead import measure_costs
 from seqlab.nn.multihead import MultiheadAttention
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    text = repr(result)
-    hint = text.split("Hint: ", 1)[1]
-    assert "\n" not in hint and "tensor([" not in hint         # the hint summarises tensors, never prints them
-    return text
+from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
@@ -34,7 +27,7 @@ def test_the_references_pass():
     (lambda X, h: X.view(X.shape[0], X.shape[1], h, -1).transpose(1, 2) + 1, "the first difference is at index"),
 ])
 def test_split_heads_hints(wrong, hint):
-    assert hint in message("split_heads", wrong)
+    assert hint in failure_message("split_heads", wrong)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -43,7 +36,7 @@ def test_split_heads_hints(wrong, hint):
     (lambda Z: Z.permute(0, 2, 3, 1).reshape(Z.shape[0], Z.shape[2], -1), "interleave the heads"),
 ])
 def test_concat_heads_hints(wrong, hint):
-    assert hint in message("concat_heads", wrong)
+    assert hint in failure_message("concat_heads", wrong)
 
 
 def mha(scale=None, dim=-1, out=True, split_view=True, merge_transpose=True, weights_only=False, one_head=False):
@@ -74,7 +67,7 @@ def mha(scale=None, dim=-1, out=True, split_view=True, merge_transpose=True, wei
     (mha(one_head=True), "one wide head"),
 ])
 def test_multi_head_attention_hints(wrong, hint):
-    assert hint in message("multi_head_attention", wrong)
+    assert hint in failure_message("multi_head_attention", wrong)
 
 
 def test_multi_head_attention_reference_is_torchs():
@@ -110,5 +103,5 @@ def formula(parameters=lambda E, h: 4 * E * E + 4 * E, flops=lambda E, n, h: 8 *
     (lambda E, n, h: [1, 2, 3], "return a dict with the keys"),
 ])
 def test_predict_costs_hints(wrong, hint):
-    text = message("predict_costs", wrong)
+    text = failure_message("predict_costs", wrong)
     assert hint in text and ("measured" in text or "return a dict" in text)

@@ -11,14 +11,7 @@ from seqlab.exercises import EXERCISES, check
 from seqlab.exercises.nb11_positional import _table_variant, measure_alibi_self_weight
 from seqlab.nn.positional import ALiBi, rotate_pairs, sinusoidal_table
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    text = repr(result)
-    hint = text.split("Hint: ", 1)[1]
-    assert "\n" not in hint and "tensor(" not in hint                 # the hint summarises, in one line
-    return text
+from exercise_helpers import failure_message
 
 
 def test_references_pass_and_agree_with_seqlab():
@@ -43,7 +36,7 @@ def test_references_pass_and_agree_with_seqlab():
     (lambda L, d: _table_variant(L, d) * 1.5, "the first difference is at index (0, 1): 1.5 instead of 1"),
 ])
 def test_sinusoidal_table_hints(wrong, hint):
-    assert hint in message("sinusoidal_table", wrong)
+    assert hint in failure_message("sinusoidal_table", wrong)
 
 
 def _rotation(sign=1, use_pos=True, swap=False, degrees=False, scale=1.0):
@@ -62,7 +55,7 @@ def _rotation(sign=1, use_pos=True, swap=False, degrees=False, scale=1.0):
     (_rotation(scale=2.0), "a rotation keeps the length"),
 ])
 def test_rotate_pair_hints(wrong, hint):
-    assert hint in message("rotate_pair", wrong)
+    assert hint in failure_message("rotate_pair", wrong)
 
 
 def test_the_prediction_is_judged_against_the_measurement():
@@ -72,9 +65,9 @@ def test_the_prediction_is_judged_against_the_measurement():
     assert ALiBi(8).slopes[0].item() == 0.5
     assert check("predict_alibi_self_weight", lambda: measured + 0.04)
     assert check("predict_alibi_self_weight", lambda: 0.4)
-    assert "without ALiBi" in message("predict_alibi_self_weight", lambda: 1 / 8)
-    assert "gentle" in message("predict_alibi_self_weight", lambda: 0.9)
-    assert "most local head" in message("predict_alibi_self_weight", lambda: 0.25)
-    assert "between 0 and 1" in message("predict_alibi_self_weight", lambda: 1.5)
-    assert "as a number" in message("predict_alibi_self_weight", lambda: "0.4")
-    assert "as a number" in message("predict_alibi_self_weight", lambda: True)
+    assert "without ALiBi" in failure_message("predict_alibi_self_weight", lambda: 1 / 8)
+    assert "gentle" in failure_message("predict_alibi_self_weight", lambda: 0.9)
+    assert "most local head" in failure_message("predict_alibi_self_weight", lambda: 0.25)
+    assert "between 0 and 1" in failure_message("predict_alibi_self_weight", lambda: 1.5)
+    assert "as a number" in failure_message("predict_alibi_self_weight", lambda: "0.4")
+    assert "as a number" in failure_message("predict_alibi_self_weight", lambda: True)

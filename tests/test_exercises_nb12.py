@@ -8,17 +8,13 @@ import torch
 from seqlab.exercises import EXERCISES, check, exercises_of
 from seqlab.nn.layer_norm import LayerNorm
 
-
-def message(name, fn) -> str:
-    result = check(name, fn)
-    assert not result
-    return repr(result)
+from exercise_helpers import failure_message
 
 
 def test_the_references_pass_and_the_messages_summarise_tensors():
     assert set(exercises_of("nb12")) == {"layer_norm", "sublayer_connection", "encoder_layer_parameters"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb12").items())
-    text = message("sublayer_connection", lambda x, F, LN, first: x)
+    text = failure_message("sublayer_connection", lambda x, F, LN, first: x)
     assert "<tensor of shape (2, 3, 4), float64>" in text and "<Sequential module>" in text
     assert len(text.splitlines()) == 3                                   # where / call and result / hint
     assert "tensor([[" not in text
@@ -60,7 +56,7 @@ def ln(variance="biased", eps="inside", dim=-1, affine=True):
     (lambda x, g, b, e: ln()(x, g, b, e)[..., :-1], "should have shape"),
 ])
 def test_layer_norm_hints(wrong, hint):
-    text = message("layer_norm", wrong)
+    text = failure_message("layer_norm", wrong)
     assert hint in text
     assert "tensor([[" not in text
 
@@ -71,7 +67,7 @@ def test_missing_eps_on_a_nearly_constant_row_is_named_too():
         mu = x.mean(-1, keepdim=True)
         std = x.var(-1, unbiased=False, keepdim=True).sqrt().clamp_min(1e-12)
         return gamma * (x - mu) / std + beta
-    text = message("layer_norm", no_eps_but_guarded)
+    text = failure_message("layer_norm", no_eps_but_guarded)
     assert "eps is missing" in text
 
 
@@ -97,7 +93,7 @@ def sub(kind):
     (sub("norm_output_only"), "not only the sublayer's output"),
 ])
 def test_sublayer_hints(wrong, hint):
-    assert hint in message("sublayer_connection", wrong)
+    assert hint in failure_message("sublayer_connection", wrong)
 
 
 def count(attention=4, biases=True, ffn_matrices=2, norms=2, betas=True, cross=False):
@@ -131,7 +127,7 @@ def test_the_right_formula_passes_and_matches_the_papers_layer():
     (lambda d, d_ff: 12 * d * d, "off by"),
 ])
 def test_parameter_count_hints_name_the_missing_piece_and_both_numbers(wrong, hint):
-    text = message("encoder_layer_parameters", wrong)
+    text = failure_message("encoder_layer_parameters", wrong)
     assert hint in text
     if "whole number" not in hint:
         assert "measured 3,152,384" in text                          # the first case is the paper's layer
@@ -140,7 +136,7 @@ def test_parameter_count_hints_name_the_missing_piece_and_both_numbers(wrong, hi
 def test_ffn_bias_hint():
     def no_ffn_biases(d, d_ff):
         return 4 * d * d + 4 * d + 2 * d * d_ff + 4 * d
-    assert "the FFN has biases too" in message("encoder_layer_parameters", no_ffn_biases)
+    assert "the FFN has biases too" in failure_message("encoder_layer_parameters", no_ffn_biases)
 
 
 def test_layer_norm_module_used_in_the_sublayer_cases_is_seqlabs():

@@ -118,12 +118,12 @@ def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
         raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
     ex = EXERCISES[name]
     if not callable(student_fn):
-        return CheckResult(name, False, f"❌ {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
+        return CheckResult(name, False, f"❌ FAIL {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
     same = ex.same or _numbers_close
     for number, case in enumerate(ex.cases, start=1):
         expected = ex.reference(*copy.deepcopy(case.args))
         call = f"{getattr(student_fn, '__name__', name)}({', '.join(_short(a) for a in case.args)})"
-        where = f"❌ {name}, check {number} of {len(ex.cases)} ({case.what})"
+        where = f"❌ FAIL {name}, check {number} of {len(ex.cases)} ({case.what})"
         try:
             got = student_fn(*copy.deepcopy(case.args))
         except NotImplementedError:
@@ -136,7 +136,7 @@ def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
             hint = (ex.diagnose(case.args, got, expected) if ex.diagnose else None) or case.hint or ex.hint
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
                                             f"got {_short(got)}.\n   Hint: {hint}", number)
-    return CheckResult(name, True, f"✅ {name}: all {len(ex.cases)} checks pass.")
+    return CheckResult(name, True, f"✅ PASS {name}: all {len(ex.cases)} checks pass.")
 
 
 # -- helpers for exercises on tensors ---------------------------------------------------------------
