@@ -1,0 +1,145 @@
+r"""BERT's masking recipe for masked-language-model (MLM) training (Devlin et al., 2019, section 3.1).
+
+A masked language model reads a sequence in which some tokens are hidden and predicts the hidden
+ones from **both sides**. Which tokens, and how they are hidden:
+
+1. each position is **chosen** independently with probability :math:`p = 0.15` (special tokens --
+   padding, [CLS], [SEP] -- never are);
+2. of the chosen positions, **80%** get the ``[MASK]`` token, **10%** a **random** token, and
+   **10%** are left **unchanged**;
+3. the loss is computed on the chosen positions only: every other label is ``IGNORE_INDEX``
+   (-100), which ``torch.nn.functional.cross_entropy`` skips.
+
+.. math::
+
+    \mathcal{L}_{MLM} = -\frac{1}{|C|} \sum_{i \in C} \log p_\theta\big(x_i \mid \tilde{x}\big),
+    \qquad C = \text{the chosen positions}, \ \tilde{x} = \text{the corrupted input}
+
+Why not always ``[MASK]``? ``[MASK]`` never appears when the model is used afterwards; if it were
+the only corruption, the model would only need good predictions at ``[MASK]`` positions. The 10%
+random and 10% unchanged tokens make it keep a prediction for *every* input token, since any of
+them may be one it is asked about. Why not the loss on every position? At the 85% unchosen
+positions the answer is in the input: the loss there teaches copying, not language.
+
+:func:`mask_tokens` applies the recipe to a batch with an explicit ``torch.Generator`` (never
+torch's global one); :class:`MaskedLMBatches` draws windows of a long id sequence, as
+:class:`seqlab.data.LMBatches` does, and masks each batch afresh every time it is drawn
+(RoBERTa's "dynamic masking").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import torch
+
+from seqlab.data.batching import IGNORE_INDEX, LMBatches
+
+__all__ = ["MaskedLMBatches", "MaskedTokens", "mask_tokens"]
+
+
+class MaskedTokens(NamedTuple):
+    """What :func:`mask_tokens` returns (unpacks as ``inputs, labels``)."""
+
+    inputs: torch.Tensor      # (..., n) long: the corrupted ids the model reads
+    labels: torch.Tensor      # (..., n) long: the original id at chosen positions, IGNORE_INDEX elsewhere
+
+
+def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, generator: torch.Generator, p: float = 0.15, *,
+                special_ids: Sequence[int] = (), mask_share: float = 0.8, random_share: float = 0.1) -> MaskedTokens:
+    """BERT's corruption of ``ids`` ``(..., n)`` for MLM training: ``(inputs, labels)`` of the same shape.
+
+    Each position whose id is not in ``special_ids`` is chosen with probability ``p``. A chosen
+    position's input becomes ``mask_id`` with probability ``mask_share`` (0.8), a random token with
+    probability ``random_share`` (0.1), and stays as it is otherwise (0.1); its label is its
+    original id. Every other label is ``IGNORE_INDEX``, so the loss ignores it, and its input is
+    unchanged. Random tokens are drawn uniformly from the ids ``0 .. vocab_size - 1`` other than
+    ``mask_id`` and ``special_ids`` (they may happen to equal the original token, as in BERT).
+
+    ``generator`` (a ``torch.Generator`` on the CPU) makes every draw; the global RNG is not touched,
+    and the same generator state gives the same result whatever the ids are.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> inputs, labels = mask_tokens(torch.arange(10).repeat(2, 1), mask_id=10, vocab_size=11, generator=g)
+    """
+    specials = _check_mask_args(ids, mask_id, vocab_size, generator, p, special_ids, mask_share, random_share)
+    shape = ids.shape
+    # all draws have the full shape, so the generator advances the same way whatever the ids are
+    choose_draw = torch.rand(shape, generator=generator)                          # which positions are chosen
+    how_draw = torch.rand(shape, generator=generator)                             # [MASK] / random / unchanged
+    ordinary = torch.tensor([t for t in range(vocab_size) if t != mask_id and t not in specials], dtype=torch.long)
+    random_tokens = ordinary[torch.randint(len(ordinary), shape, generator=generator)]   # (..., n)
+
+    eligible = torch.ones(shape, dtype=torch.bool) if not specials else ~torch.isin(ids.cpu(), torch.tensor(specials))
+    chosen = (choose_draw < p) & eligible                                         # the positions the loss is on
+    to_mask = chosen & (how_draw < mask_share)                                    # 80%: [MASK]
+    to_random = chosen & (how_draw >= mask_share) & (how_draw < mask_share + random_share)   # 10%: a random token
+    #                                                                               the other 10%: unchanged
+    chosen, to_mask, to_random, random_tokens = (t.to(ids.device) for t in (chosen, to_mask, to_random, random_tokens))
+    inputs = torch.where(to_mask, torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(to_random, random_tokens, inputs)
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    return MaskedTokens(inputs, labels)
+
+
+def _check_mask_args(ids, mask_id, vocab_size, generator, p, special_ids, mask_share, random_share) -> list[int]:
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.dim() < 1:
+        got = (f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor)
+               else type(ids).__name__)
+        raise TypeError(f"mask_tokens: ids must be a torch.long tensor of shape (..., n), got {got}")
+    if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
+        raise TypeError(f"mask_tokens: generator must be a CPU torch.Generator (e.g. torch.Generator()."
+                        f"manual_seed(0)), so that the global RNG is left alone; got {type(generator).__name__}"
+                        + (f" on {generator.device}" if isinstance(generator, torch.Generator) else ""))
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 2:
+        raise ValueError(f"mask_tokens: vocab_size must be an int >= 2 (ids 0 .. vocab_size - 1), got {vocab_size!r}")
+    if not isinstance(mask_id, int) or isinstance(mask_id, bool) or not 0 <= mask_id < vocab_size:
+        raise ValueError(f"mask_tokens: mask_id must be an id in 0 .. {vocab_size - 1} (vocab_size={vocab_size}), "
+                         f"got {mask_id!r}")
+    specials = sorted({int(t) for t in special_ids})
+    if any(not 0 <= t < vocab_size for t in specials):
+        raise ValueError(f"mask_tokens: special_ids must lie in 0 .. {vocab_size - 1}, got {specials}")
+    if mask_id in specials:
+        raise ValueError(f"mask_tokens: mask_id={mask_id} is also in special_ids; special_ids are the tokens never "
+                         f"chosen (padding, [CLS], [SEP]), not [MASK] itself")
+    if vocab_size - 1 - len(specials) < 1:
+        raise ValueError(f"mask_tokens: no ordinary token is left to draw random replacements from (vocab_size="
+                         f"{vocab_size}, mask_id and {len(specials)} special ids)")
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"mask_tokens: p (the share of positions chosen) must be in (0, 1], got {p}")
+    if mask_share < 0 or random_share < 0 or mask_share + random_share > 1:
+        raise ValueError(f"mask_tokens: mask_share and random_share must be >= 0 with a sum <= 1 (the rest stays "
+                         f"unchanged), got {mask_share} and {random_share}")
+    if ids.numel():
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"mask_tokens: ids must lie in 0 .. {vocab_size - 1} (vocab_size={vocab_size}), got an "
+                             f"id of {low if low < 0 else high}")
+    return specials
+
+
+class MaskedLMBatches:
+    """Batches ``(inputs, labels)`` ``(B, seq_len)`` for MLM training, from one long id sequence.
+
+    Windows are those of :class:`seqlab.data.LMBatches` (non-overlapping, shuffled with ``seed`` +
+    epoch; its next-token targets are not used); every batch is masked by :func:`mask_tokens` with
+    one generator seeded with ``seed``, so a window gets a new mask each time it is drawn and every
+    run is the same. ``mask_id`` and ``vocab_size`` are the model's: for characters with ids
+    ``0 .. V-1``, ``mask_id = V`` and ``vocab_size = V + 1``.
+    """
+
+    def __init__(self, ids: torch.Tensor, batch_size: int, seq_len: int, *, mask_id: int, vocab_size: int,
+                 p: float = 0.15, seed: int = 0, shuffle: bool = True, special_ids: Sequence[int] = ()):
+        self.windows = LMBatches(ids, batch_size, seq_len, shuffle=shuffle, seed=seed)
+        self.mask_id, self.vocab_size, self.p, self.special_ids = mask_id, vocab_size, p, tuple(special_ids)
+        self.generator = torch.Generator().manual_seed(seed)
+        # fail now, not at the first batch
+        _check_mask_args(self.windows.x[:1], mask_id, vocab_size, self.generator, p, special_ids, 0.8, 0.1)
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __iter__(self) -> Iterator[MaskedTokens]:
+        for x, _ in self.windows:
+            yield mask_tokens(x, self.mask_id, self.vocab_size, self.generator, self.p, special_ids=self.special_ids)
