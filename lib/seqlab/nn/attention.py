@@ -29,6 +29,10 @@ Every attention in seqlab -- this one, the self-attention head, multi-head atten
 Transformer's layers -- ends in the same two lines, :func:`attend`: mask and softmax the scores
 (:func:`masked_softmax`), then take the weighted sum of the values. Masks follow one convention,
 documented in :mod:`seqlab.nn.masks` (True / 0 = may attend).
+
+:func:`sliding_window_attend` computes the same numbers as :func:`attend` under a band mask
+(:func:`seqlab.nn.masks.band_mask`) without ever forming the ``(n, n)`` scores: memory linear in
+``n`` for a fixed window (notebook 15).
 """
 
 from __future__ import annotations
@@ -98,6 +102,95 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights                                         # (..., n, d_v)
+
+
+def window_offsets(window: int, *, causal: bool = False) -> list[int]:
+    """The key offsets ``j - i`` a query reads in sliding-window attention, in the order of the weights' columns.
+
+    ``causal=False``: ``-window .. window`` (``2 window + 1`` keys); ``causal=True``: ``-window .. 0``
+    (``window + 1``). The same band as :func:`seqlab.nn.masks.band_mask` (``|i - j| <= window``).
+    """
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise TypeError(f"window must be an int (keys on each side of the query), got {type(window).__name__}")
+    if window < 0:
+        raise ValueError(f"window must be >= 0 (keys on each side of the query; 0 = itself only), got {window}")
+    return list(range(-window, 1 if causal else window + 1))
+
+
+def sliding_window_attend(q: Tensor, k: Tensor, v: Tensor, window: int, *, causal: bool = False,
+                          key_mask: Tensor | None = None, scale: float | None = None) -> tuple[Tensor, Tensor]:
+    r"""Self-attention restricted to a band, ``|i - j| <= window``, in :math:`O(n \cdot w)` memory: ``(output, weights)``.
+
+    The same numbers as ``attend(q, k, v, band_mask(n, window, causal=causal))``, but the ``(n, n)``
+    score matrix never exists: query ``i`` is scored only against the keys ``i + o`` for the offsets
+    ``o`` of :func:`window_offsets`, one diagonal of the band at a time, so the scores and weights
+    are ``(..., n, W)`` with ``W = 2 window + 1`` (``window + 1`` when ``causal``). Offsets that fall
+    off either end of the sequence get no weight. Backward keeps ``q``, ``k``, ``v`` (zero-padded
+    copies) and the ``(n, W)`` weights: memory linear in ``n`` for a fixed window (Longformer's
+    local attention; Beltagy et al., 2020).
+
+    ``q``, ``k`` ``(..., n, d_k)``, ``v`` ``(..., n, d_v)`` (self-attention: as many keys as queries);
+    ``key_mask`` broadcasts to ``(..., n)``: True where a key may be read (e.g. not padding), in
+    seqlab's convention. A query whose window holds no allowed key gets zero weights and a zero
+    output, as everywhere in seqlab (:func:`masked_softmax`). ``scale`` defaults to :math:`1/\sqrt{d_k}`.
+    Returns the output ``(..., n, d_v)`` and the weights ``(..., n, W)``, column ``c`` holding key
+    ``i + window_offsets(window, causal)[c]``.
+    """
+    offsets = window_offsets(window, causal=causal)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, Tensor) or x.dim() < 2:
+            raise ValueError(f"sliding_window_attend expects {name} of shape (..., n, d), got "
+                             f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"queries and keys need the same size d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if not q.shape[:-1] == k.shape[:-1] == v.shape[:-1]:
+        raise ValueError(f"sliding-window self-attention needs one key and one value per query (the same (..., n)), "
+                         f"got q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if not (q.device == k.device == v.device):
+        raise RuntimeError(f"q, k and v must be on one device, got {q.device}, {k.device} and {v.device}")
+    n = q.shape[-2]
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    before, after = -offsets[0], offsets[-1]
+    k_padded = F.pad(k, (0, 0, before, after))                       # (..., before + n + after, d_k)
+    v_padded = F.pad(v, (0, 0, before, after))                       # key i + o sits at row i + o + before
+    # column c of the scores: every query against the key o_c places away (one diagonal of the band)
+    scores = torch.stack([(q * k_padded[..., before + o:before + o + n, :]).sum(-1) for o in offsets],
+                         dim=-1) * scale                             # (..., n, W)
+    position = torch.arange(n, device=q.device)[:, None] + torch.tensor(offsets, device=q.device)   # (n, W): j = i + o
+    allowed = (position >= 0) & (position < n)                       # keys that exist
+    if key_mask is not None:
+        if key_mask.dtype != torch.bool:
+            raise TypeError(f"key_mask must be boolean (True = may be read), got {key_mask.dtype}")
+        try:
+            key_mask = key_mask.expand(q.shape[:-1])
+        except RuntimeError:
+            raise ValueError(f"key_mask must broadcast to {tuple(q.shape[:-1])} (one entry per key), "
+                             f"got {tuple(key_mask.shape)}") from None
+        windows = F.pad(key_mask, (before, after), value=False).unfold(-1, len(offsets), 1)   # (..., n, W)
+        allowed = allowed & windows
+    weights = masked_softmax(scores, allowed)                        # (..., n, W), rows sum to 1 (or 0)
+    output = sum(weights[..., c, None] * v_padded[..., before + o:before + o + n, :]
+                 for c, o in enumerate(offsets))                     # (..., n, d_v)
+    return output, weights
+
+
+def window_to_dense(weights: Tensor, window: int, *, causal: bool = False) -> Tensor:
+    """Windowed weights ``(..., n, W)`` from :func:`sliding_window_attend` as the ``(..., n, n)`` matrix they stand for.
+
+    Zero outside the band, so the result compares directly with the weights of
+    ``attend(q, k, v, band_mask(n, window, causal=causal))`` (a picture or a test; it takes ``n^2`` memory).
+    """
+    offsets = window_offsets(window, causal=causal)
+    if weights.dim() < 2 or weights.shape[-1] != len(offsets):
+        raise ValueError(f"windowed weights must have shape (..., n, {len(offsets)}) for window={window}, "
+                         f"causal={causal}, got {tuple(weights.shape)}")
+    n = weights.shape[-2]
+    dense = weights.new_zeros(*weights.shape[:-1], n)
+    rows = torch.arange(n, device=weights.device)
+    for c, o in enumerate(offsets):
+        inside = (rows + o >= 0) & (rows + o < n)
+        dense[..., rows[inside], rows[inside] + o] = weights[..., rows[inside], c]
+    return dense
 
 
 class Attention(nn.Module):

@@ -1,0 +1,280 @@
+r"""What a sequence layer costs, counted and measured: FLOPs, memory, sequential steps, time (notebook 15).
+
+Three kinds of numbers, kept apart on purpose:
+
+- **Counts** (formulas, exact and machine-independent): :func:`recurrent_flops`,
+  :func:`attention_flops`, :func:`attention_matrix_bytes`, :func:`sequential_steps`. A FLOP here is
+  what ``torch.utils.flop_counter`` counts: 2 per multiply-add of a matrix product; element-wise
+  work (softmax, gates' sigmoids, scaling, biases) is not counted.
+- **Measurements that are still deterministic**: :func:`count_flops` (the FLOPs torch's counter
+  sees when a function runs), :func:`count_recurrent_steps` (how many times a recurrent layer calls
+  its step function, each call waiting for the previous one's state) and :class:`SavedTensorMeter`
+  / :func:`saved_bytes` (the bytes autograd keeps for the backward pass, read from
+  ``torch.autograd.graph.saved_tensors_hooks``: every distinct storage counted once, exactly).
+  These are what notebooks assert on.
+- **Timings** (machine- and load-dependent, illustrations only): :func:`best_time` and
+  :func:`time_interleaved` (the loop every ``scripts/bench_*.py`` uses), and
+  :func:`cuda_peak_bytes` on a GPU.
+
+Per layer, for ``n`` tokens of width ``d`` (the lectures' table):
+
+==================== ======================= ================= ===========================
+layer                work (FLOPs)            sequential steps  memory kept for backward
+==================== ======================= ================= ===========================
+recurrent (GRU)      :math:`O(n d^2)`        :math:`O(n)`      :math:`O(n d)`
+self-attention       :math:`O(n^2 d + n d^2)` :math:`O(1)`     :math:`O(n^2 h + n d)`
+sliding window w     :math:`O(n w d + n d^2)` :math:`O(1)`     :math:`O(n w h + n d)`
+==================== ======================= ================= ===========================
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}   # gate blocks stacked in W_ih / W_hh (torch's layout)
+
+__all__ = ["GATES", "SavedTensorMeter", "attention_flops", "attention_matrix_bytes", "best_time",
+           "count_flops", "count_recurrent_steps", "cuda_peak_bytes", "loglog_slope", "recurrent_flops",
+           "recurrent_step_flops", "saved_bytes", "sequential_steps", "time_interleaved"]
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+# -- counts -------------------------------------------------------------------------------------------
+def recurrent_step_flops(input_size: int, hidden_size: int, *, cell: str = "gru", batch: int = 1) -> int:
+    r"""FLOPs of one time step of a recurrent layer: :math:`2 B \cdot gH (I + H)` (``g`` gate blocks).
+
+    The step's two matrix products, :math:`W_{ih} x_t` ``(gH, I)`` and :math:`W_{hh} h_{t-1}` ``(gH, H)``,
+    with ``g`` = 1 (RNN), 3 (GRU) or 4 (LSTM). seqlab computes every :math:`W_{ih} x_t` in one product
+    before the loop; the count is the same.
+    """
+    if cell not in GATES:
+        raise ValueError(f"cell must be one of {sorted(GATES)}, got {cell!r}")
+    for name, value in (("input_size", input_size), ("hidden_size", hidden_size), ("batch", batch)):
+        _positive_int(name, value)
+    return 2 * batch * GATES[cell] * hidden_size * (input_size + hidden_size)
+
+
+def recurrent_flops(n: int, input_size: int, hidden_size: int, *, cell: str = "gru", batch: int = 1) -> int:
+    r"""FLOPs of one recurrent layer over ``n`` steps: ``n`` times :func:`recurrent_step_flops`, :math:`O(n d^2)`."""
+    return _positive_int("n", n) * recurrent_step_flops(input_size, hidden_size, cell=cell, batch=batch)
+
+
+def attention_flops(n: int, d: int, *, heads: int = 1, batch: int = 1, keys: int | None = None,
+                    projections: int = 4) -> int:
+    r"""FLOPs of self-attention over ``n`` tokens of width ``d``: :math:`2 B\,(p\, n d^2 + 2\, n m d)`.
+
+    ``projections`` (``p``) counts the ``d x d`` products per token: 4 for multi-head attention
+    (:math:`W^Q, W^K, W^V, W^O`), 3 for one head without an output projection
+    (:class:`seqlab.nn.self_attention.SelfAttention` with ``d_k = d_v = d``). ``keys`` (``m``) is the
+    number of keys each query is scored against: ``n`` for full attention (the default), ``2w + 1``
+    for a sliding window of ``w`` each side. The scores :math:`QK^\top` and the sum :math:`AV` cost
+    :math:`n m d` multiply-adds each. ``heads`` does not change the count (``h`` heads of width
+    ``d / h`` do one wide head's work); it must divide ``d``.
+    """
+    for name, value in (("n", n), ("d", d), ("heads", heads), ("batch", batch)):
+        _positive_int(name, value)
+    if projections < 0:
+        raise ValueError(f"projections must be >= 0, got {projections}")
+    if d % heads:
+        raise ValueError(f"heads must divide d (each head gets d / heads features), got d={d}, heads={heads}")
+    m = n if keys is None else _positive_int("keys", keys)
+    return 2 * batch * (projections * n * d * d + 2 * n * m * d)
+
+
+def attention_matrix_bytes(n: int, *, heads: int = 1, batch: int = 1, keys: int | None = None,
+                           dtype: torch.dtype = torch.float32) -> int:
+    """Bytes of the attention weights ``(B, h, n, m)`` in ``dtype``: ``B h n m`` times the element size.
+
+    ``keys`` (``m``) defaults to ``n``; a sliding window stores ``m = 2w + 1`` per query.
+    """
+    for name, value in (("n", n), ("heads", heads), ("batch", batch)):
+        _positive_int(name, value)
+    m = n if keys is None else _positive_int("keys", keys)
+    return batch * heads * n * m * torch.empty((), dtype=dtype).element_size()
+
+
+def sequential_steps(layer: str, n: int, *, layers: int = 1) -> int:
+    """Steps that must run one after the other to process ``n`` tokens: ``n`` per recurrent layer, 1 per attention layer.
+
+    ``layer`` is ``"recurrent"`` (each step needs the previous state) or ``"attention"`` (every
+    position is computed at once from the layer's input).
+    """
+    _positive_int("n", n), _positive_int("layers", layers)
+    if layer == "recurrent":
+        return n * layers
+    if layer == "attention":
+        return layers
+    raise ValueError(f"layer must be 'recurrent' or 'attention', got {layer!r}")
+
+
+# -- deterministic measurements -------------------------------------------------------------------------
+def count_flops(fn: Callable[[], Any]) -> int:
+    """The FLOPs ``torch.utils.flop_counter.FlopCounterMode`` counts while ``fn()`` runs (2 per multiply-add)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def count_recurrent_steps(layer: nn.Module, *inputs: Any, **kwargs: Any) -> int:
+    """Run a seqlab recurrent layer (``RNN``, ``LSTM``, ``GRU``) on ``inputs`` and count its step-function calls.
+
+    Each call takes the previous call's state, so the calls cannot overlap: this is the layer's
+    chain of sequential steps (``n`` per layer and direction).
+    """
+    if not hasattr(layer, "_step"):
+        raise TypeError(f"count_recurrent_steps needs a seqlab recurrent layer (RNN, LSTM, GRU), got "
+                        f"{type(layer).__name__}")
+    plain_step = layer._step()
+    calls = 0
+
+    def counted_step(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return plain_step(*args)
+
+    layer._step = lambda: counted_step          # an instance attribute shadows the class's method
+    try:
+        layer(*inputs, **kwargs)
+    finally:
+        del layer._step                          # back to the class's step function
+    return calls
+
+
+@dataclass
+class SavedTensorMeter:
+    """Counts the bytes autograd saves for the backward pass while the ``with`` block runs.
+
+    Every tensor an operation saves (``save_for_backward``, or autograd's own bookkeeping) passes
+    through ``torch.autograd.graph.saved_tensors_hooks``. A storage saved several times (a tensor and
+    its views, the softmax output that the next product saves again) is counted once, at its full
+    size: that is the memory the graph keeps alive. Storages of the tensors in ``exclude`` (the
+    parameters, the inputs: they exist with or without a backward pass) are not counted.
+
+    >>> x = torch.randn(100, 10, requires_grad=True)
+    >>> with SavedTensorMeter(exclude=[x]) as meter:
+    ...     y = torch.exp(x)                 # exp saves its result: 1,000 float32 numbers
+    >>> meter.bytes
+    4000
+    """
+
+    exclude: Iterable[Tensor] = field(default=(), repr=False)
+    bytes: int = 0
+    tensors: int = 0
+    shapes: list[tuple[tuple[int, ...], torch.dtype, int]] = field(default_factory=list, repr=False)
+
+    def __enter__(self) -> SavedTensorMeter:
+        self._excluded = {t.untyped_storage().data_ptr() for t in self.exclude}
+        self._seen: dict[int, Tensor] = {}      # held until exit, so no address is reused meanwhile
+        self.bytes, self.tensors, self.shapes = 0, 0, []
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda saved: saved)
+        self._hooks.__enter__()
+        return self
+
+    def _pack(self, tensor: Tensor) -> Tensor:
+        storage = tensor.untyped_storage()
+        key = storage.data_ptr()
+        if key not in self._excluded and key not in self._seen and storage.nbytes():
+            self._seen[key] = tensor
+            self.bytes += storage.nbytes()
+            self.tensors += 1
+            self.shapes.append((tuple(tensor.shape), tensor.dtype, storage.nbytes()))
+        return tensor
+
+    def __exit__(self, *exc: Any) -> None:
+        self._hooks.__exit__(*exc)
+        self._seen.clear()
+
+
+def saved_bytes(fn: Callable[[], Any], *, exclude: Iterable[Tensor] = ()) -> int:
+    """Bytes autograd keeps for the backward pass of ``fn()`` (see :class:`SavedTensorMeter`).
+
+    Pass the parameters and inputs in ``exclude`` to count only what the pass itself adds.
+    """
+    with SavedTensorMeter(exclude=list(exclude)) as meter:
+        fn()
+    return meter.bytes
+
+
+def cuda_peak_bytes(fn: Callable[[], Any], device: torch.device | str) -> int | None:
+    """The CUDA allocator's peak while ``fn()`` runs, above what was allocated before; None on a CPU device."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    fn()
+    torch.cuda.synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - before
+
+
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The least-squares slope of ``log y`` against ``log x``: ``k`` when ``y`` grows like ``x^k``."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError(f"need two or more (x, y) pairs of equal count, got {len(xs)} x and {len(ys)} y")
+    if min(xs) <= 0 or min(ys) <= 0:
+        raise ValueError("a log-log slope needs positive x and y")
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    spread = sum((a - mx) ** 2 for a in lx)
+    if spread == 0:
+        raise ValueError("the x values must not all be equal")
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / spread
+
+
+# -- timings (illustrations) --------------------------------------------------------------------------
+def time_interleaved(steps: Mapping[str, Callable[[], None]], *, warmup: int, repeats: int,
+                     clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+    """Seconds per call of each step, ``repeats`` samples each, after ``warmup`` untimed rounds.
+
+    The steps are timed in turn within every round, so that a change in the machine's load hits
+    all of them alike and the ratios of one run compare like with like.
+    """
+    times: dict[str, list[float]] = {key: [] for key in steps}
+    for repeat in range(warmup + repeats):
+        for key, step in steps.items():
+            start = clock()
+            step()
+            if repeat >= warmup:
+                times[key].append(clock() - start)
+    return times
+
+
+def best_time(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, threads: int | None = 1,
+              device: torch.device | str = "cpu") -> float:
+    """The fastest of ``repeats`` calls of ``fn()``, in seconds, after ``warmup`` untimed calls.
+
+    On the CPU the clock is this process's CPU time (other programs on a shared machine do not count)
+    with ``threads`` torch threads (restored afterwards; None leaves the setting alone). On CUDA it
+    is wall time, with a synchronisation after each call (kernels run asynchronously).
+    """
+    _positive_int("repeats", repeats)
+    device = torch.device(device)
+    if device.type == "cuda":
+        def step() -> None:
+            fn()
+            torch.cuda.synchronize(device)
+        clock = time.perf_counter
+    else:
+        step, clock = fn, time.process_time
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return min(time_interleaved({"fn": step}, warmup=warmup, repeats=repeats, clock=clock)["fn"])
+    finally:
+        torch.set_num_threads(previous)

@@ -1,0 +1,164 @@
+"""seqlab.cost: the counts against hand formulas and torch's FLOP counter, the memory meter against known saves."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from seqlab.cost import (SavedTensorMeter, attention_flops, attention_matrix_bytes, best_time, count_flops,
+                         count_recurrent_steps, cuda_peak_bytes, loglog_slope, recurrent_flops,
+                         recurrent_step_flops, saved_bytes, sequential_steps, time_interleaved)
+from seqlab.nn import GRU, LSTM, RNN, MultiheadAttention
+from seqlab.nn.self_attention import SelfAttention
+
+LAYERS = {"rnn": RNN, "gru": GRU, "lstm": LSTM}
+
+
+def test_recurrent_counts_by_hand():
+    # GRU, I = H = 64: 3 gate blocks, (3 * 64) x (64 + 64) multiply-adds per step, 2 FLOPs each
+    assert recurrent_step_flops(64, 64, cell="gru") == 2 * 3 * 64 * 128 == 49_152
+    assert recurrent_flops(100, 64, 64, cell="gru", batch=4) == 100 * 4 * 49_152
+    assert recurrent_flops(10, 3, 5, cell="lstm") == 10 * 2 * 4 * 5 * 8
+    assert recurrent_flops(10, 3, 5, cell="rnn") == 10 * 2 * 5 * 8
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+@pytest.mark.parametrize("n, input_size, hidden", [(7, 3, 5), (32, 16, 16)])
+def test_recurrent_flops_are_what_torchs_counter_sees(cell, n, input_size, hidden):
+    torch.manual_seed(0)
+    layer = LAYERS[cell](input_size, hidden, batch_first=True)
+    x = torch.randn(2, n, input_size)
+    with torch.no_grad():
+        assert count_flops(lambda: layer(x)) == recurrent_flops(n, input_size, hidden, cell=cell, batch=2)
+
+
+def test_attention_counts_by_hand():
+    # one sequence, n = 8, d = 4, four projections: 2 * (4 * 8 * 16 + 2 * 8 * 8 * 4)
+    assert attention_flops(8, 4) == 2 * (512 + 512) == 2048
+    assert attention_flops(8, 4, heads=2) == attention_flops(8, 4)                 # heads do not change it
+    assert attention_flops(8, 4, projections=3, batch=3) == 3 * 2 * (384 + 512)
+    assert attention_flops(100, 4, keys=5) == 2 * (4 * 100 * 16 + 2 * 100 * 5 * 4)   # a window of 5 keys
+    assert attention_matrix_bytes(4096, heads=8) == 4096 * 4096 * 8 * 4 == 536_870_912
+    assert attention_matrix_bytes(10, keys=3, batch=2, dtype=torch.float16) == 2 * 10 * 3 * 2
+
+
+@pytest.mark.parametrize("n, d, heads", [(16, 8, 1), (40, 32, 4), (64, 64, 8)])
+def test_attention_flops_are_what_torchs_counter_sees(n, d, heads):
+    torch.manual_seed(0)
+    mha = MultiheadAttention(d, heads, batch_first=True)
+    head = SelfAttention(d, d)
+    x = torch.randn(3, n, d)
+    with torch.no_grad():
+        assert count_flops(lambda: mha(x, x, x)) == attention_flops(n, d, heads=heads, batch=3)
+        assert count_flops(lambda: head(x)) == attention_flops(n, d, batch=3, projections=3)
+        _, weights = mha(x, x, x, average_attn_weights=False)
+    assert weights.numel() * weights.element_size() == attention_matrix_bytes(n, heads=heads, batch=3)
+
+
+def test_sequential_steps_counted_and_measured():
+    assert sequential_steps("recurrent", 50) == 50 and sequential_steps("recurrent", 50, layers=3) == 150
+    assert sequential_steps("attention", 50) == 1 and sequential_steps("attention", 50, layers=3) == 3
+    torch.manual_seed(0)
+    gru = GRU(4, 6, num_layers=2, batch_first=True)
+    for n in (1, 9, 30):
+        assert count_recurrent_steps(gru, torch.randn(2, n, 4)) == sequential_steps("recurrent", n, layers=2)
+    assert "_step" not in vars(gru)                               # the class's step function is back
+    bidirectional = LSTM(4, 6, bidirectional=True)
+    assert count_recurrent_steps(bidirectional, torch.randn(9, 2, 4)) == 2 * 9    # one chain per direction
+
+
+def test_the_meter_counts_each_storage_once_and_leaves_out_the_excluded():
+    x = torch.randn(100, 10, requires_grad=True)
+    with SavedTensorMeter(exclude=[x]) as meter:
+        y = x.exp()                  # saves its result y (4,000 bytes)
+        z = y[:, :5] * x[:, :5]      # saves views of y and of x: nothing new
+        w = z.sin()                  # saves its input z (100 x 5 floats, 2,000 bytes)
+    assert meter.bytes == 4000 + 2000 and meter.tensors == 2
+    assert [shape for shape, _, _ in meter.shapes] == [(100, 10), (100, 5)]
+    assert saved_bytes(lambda: x.sin()) == 4000                     # sin saves its input: x, unless excluded
+    assert saved_bytes(lambda: x.sin(), exclude=[x]) == 0
+    with torch.no_grad():
+        assert saved_bytes(lambda: x.exp()) == 0                    # no graph, nothing kept
+    w.sum().backward()                                              # the graph still works after the meter
+
+
+def test_a_grus_saved_memory_by_hand():
+    """seqlab's fused GRU keeps the states (n + 1, B, H) and four per-step caches (n, B, H): r, z, n, W_hn h.
+
+    Sequence-first input, seqlab's inner layout: a batch-first batch of several sequences is first
+    copied into that layout, and the copy is kept as well (the input projection's saved input)."""
+    torch.manual_seed(0)
+    gru = GRU(8, 16)
+    for n in (5, 50):
+        x = torch.randn(n, 3, 8, requires_grad=True)
+        assert saved_bytes(lambda: gru(x), exclude=[x, *gru.parameters()]) == (5 * n + 1) * 3 * 16 * 4
+
+
+def test_explicit_attention_keeps_the_weights_and_the_fused_kernel_does_not():
+    torch.manual_seed(0)
+    d, heads, B = 32, 4, 2
+    explicit = MultiheadAttention(d, heads)           # sequence-first: no layout copy of the input is kept
+    fused = MultiheadAttention(d, heads, fused=True)
+    fused.load_state_dict(explicit.state_dict())
+    kept = {}
+    for n in (64, 128, 256):
+        x = torch.randn(n, B, d, requires_grad=True)
+        exclude = [x, *explicit.parameters(), *fused.parameters()]
+        kept[n, "explicit"] = saved_bytes(lambda: explicit(x, x, x, need_weights=False), exclude=exclude)
+        kept[n, "fused"] = saved_bytes(lambda: fused(x, x, x, need_weights=False), exclude=exclude)
+        activations = 4 * B * n * d * 4              # q, k, v and the concatenated heads
+        assert kept[n, "explicit"] == activations + attention_matrix_bytes(n, heads=heads, batch=B)
+        assert kept[n, "fused"] < 2 * activations    # no (n, n) matrix: O(n d)
+    assert loglog_slope([128, 256], [kept[128, "fused"], kept[256, "fused"]]) == pytest.approx(1.0)
+    assert 1.5 < loglog_slope([128, 256], [kept[128, "explicit"], kept[256, "explicit"]]) < 2.0
+
+
+def test_loglog_slope():
+    ns = [16, 64, 256, 1024]
+    assert loglog_slope(ns, [3 * n ** 2 for n in ns]) == pytest.approx(2.0)
+    assert loglog_slope(ns, [recurrent_flops(n, 64, 64) for n in ns]) == pytest.approx(1.0)
+    slope = loglog_slope(ns, [attention_flops(n, 64) for n in ns])
+    assert 1.0 < slope < 2.0                        # n d^2 at short lengths, n^2 d at long ones
+    with pytest.raises(ValueError, match="two or more"):
+        loglog_slope([1], [1])
+    with pytest.raises(ValueError, match="positive"):
+        loglog_slope([1, 0], [1, 2])
+    with pytest.raises(ValueError, match="not all be equal"):
+        loglog_slope([2, 2], [1, 2])
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="cell must be one of.*'transformer'"):
+        recurrent_flops(10, 4, 4, cell="transformer")
+    with pytest.raises(ValueError, match="n must be a positive int, got 0"):
+        attention_flops(0, 4)
+    with pytest.raises(ValueError, match="heads must divide d.*d=10, heads=4"):
+        attention_flops(8, 10, heads=4)
+    with pytest.raises(ValueError, match="hidden_size must be a positive int, got 2.5"):
+        recurrent_step_flops(4, 2.5)
+    with pytest.raises(ValueError, match="keys must be a positive int"):
+        attention_matrix_bytes(8, keys=0)
+    with pytest.raises(ValueError, match="'recurrent' or 'attention', got 'conv'"):
+        sequential_steps("conv", 8)
+    with pytest.raises(TypeError, match="seqlab recurrent layer.*SelfAttention"):
+        count_recurrent_steps(SelfAttention(4, 4), torch.randn(1, 3, 4))
+
+
+def test_timing_helpers():
+    ticks = iter(range(100))
+    times = time_interleaved({"a": lambda: None, "b": lambda: None}, warmup=2, repeats=3,
+                             clock=lambda: float(next(ticks)))
+    assert times == {"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0]}    # warm-up rounds are not kept
+    threads = torch.get_num_threads()
+    x = torch.randn(64, 64)
+    seconds = best_time(lambda: x @ x, repeats=3, threads=1)
+    assert seconds >= 0 and math.isfinite(seconds)
+    assert torch.get_num_threads() == threads                       # the setting is restored
+    assert cuda_peak_bytes(lambda: x @ x, "cpu") is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_peak_counts_a_new_tensor():
+    assert cuda_peak_bytes(lambda: torch.empty(1024, 1024, device="cuda"), "cuda") >= 4 * 1024 * 1024
