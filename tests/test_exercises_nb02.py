@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -101,3 +103,25 @@ def only_one_layer(I, H, L=1, bi=False):
 ])
 def test_parameter_count_hints(wrong, hint):
     assert hint in failure_message("rnn_parameter_count", wrong)
+
+
+def test_untrained_loss_is_measured_near_ln_v():
+    from seqlab.exercises.nb02_rnn import measure_untrained_loss
+    loss, V = measure_untrained_loss()
+    assert V == 84 and abs(loss - math.log(V)) < 0.05, loss
+    assert check("predict_untrained_loss", lambda: math.log(84))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (84, "perplexity of a uniform guess"),
+    (math.log2(84), "its bits"),
+    (1 / 84, "not a probability"),
+    (2.0, "no reason to beat a uniform guess"),
+    (6.0, "close to uniform"),
+    ("4.4", "a number of nats"),
+])
+def test_untrained_loss_hints(wrong, hint):
+    text = failure_message("predict_untrained_loss", lambda: wrong)
+    assert hint in text
+    if not isinstance(wrong, str):
+        assert "measured 4.4" in text, "the hint quotes the measurement"

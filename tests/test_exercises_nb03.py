@@ -85,3 +85,25 @@ def test_activation_derivative_hints(wrong, hints):
     text = failure_message("activation_derivatives", wrong)
     for hint in hints:
         assert hint in text, text
+
+
+def test_gradient_growth_measurement():
+    from seqlab.exercises.nb03_bptt import measure_gradient_growth
+    m = measure_gradient_growth()
+    assert m["tanh_low"] < m["tanh_high"], "a larger spectral radius, a larger gradient 50 steps back"
+    assert abs(m["linear_factor"] - (1.1 / 0.9) ** 50) < 0.02 * (1.1 / 0.9) ** 50, "the linear part: (rho'/rho)^k"
+    assert 10 < m["factor"] < m["linear_factor"] / 10, "tanh takes back much of the growth"
+    assert check("predict_gradient_growth", lambda: m["factor"] * 5) and check("predict_gradient_growth", lambda: m["factor"] / 5)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (0.5, "the gradient grows"),
+    (1.22, "compounds over 50 steps"),
+    ((1.1 / 0.9) ** 50, "linear part's factor"),
+    (1e7, "more than even the linear part"),
+    (40.0, "less what tanh' takes back"),
+    (-3.0, "a ratio of two norms is positive"),
+    ("big", "as a number"),
+])
+def test_gradient_growth_hints(wrong, hint):
+    assert hint in failure_message("predict_gradient_growth", lambda: wrong)

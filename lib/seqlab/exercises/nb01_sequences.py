@@ -1,9 +1,11 @@
-"""Notebook 01 — why sequences: perplexity and bigram counting."""
+"""Notebook 01 — why sequences: perplexity, bigram counting, and a prediction about shuffled words."""
 
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
+from functools import lru_cache
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,4 +139,81 @@ register(Exercise(
     ],
     hint="p(nxt | prev) = (c(prev nxt) + k) / (sum over x of c(prev x) + k * V).",
     diagnose=_diagnose_bigram_prob,
+))
+
+
+# -- 4. predict, then measure: which model notices that the words were shuffled? -----------------------
+SHUFFLE_CHOICES = ("unigram", "5-gram", "both", "neither")
+SHUFFLE_TEXT_CHARS = 50_000          # the first 50,000 characters of notebook 1's validation part
+
+
+def shuffle_words(text: str, seed: int = 0) -> str:
+    """``text`` with the words of every line in a random order (own generator, seeded).
+
+    Lines stay where they are and every character is kept (split on single spaces, so the
+    indentation's spaces survive): only the order of the words within each line changes.
+    """
+    rng = random.Random(seed)
+    lines = []
+    for line in text.split("\n"):
+        words = line.split(" ")
+        rng.shuffle(words)
+        lines.append(" ".join(words))
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=1)
+def measure_word_shuffle() -> dict[str, tuple[float, float]]:
+    """Perplexity of notebook 1's unigram and 5-gram models (interpolated Kneser-Ney, counted on the
+    first 90 % of Shakespeare) on the first 50,000 validation characters, as written and with the words of
+    every line shuffled: ``{"unigram": (original, shuffled), "5-gram": (original, shuffled)}``."""
+    from seqlab.data import Vocab, load_corpus, split_text
+    from seqlab.ngram import NGramLM
+
+    text = load_corpus("shakespeare")
+    splits = split_text(text, (0.9, 0.05, 0.05))
+    vocab = Vocab.chars(text)
+    original = splits.val[:SHUFFLE_TEXT_CHARS]
+    shuffled = shuffle_words(original)
+    result = {}
+    for name, n in (("unigram", 1), ("5-gram", 5)):
+        model = NGramLM(n, vocab=vocab.itos).fit(splits.train)
+        result[name] = (model.perplexity(original), model.perplexity(shuffled))
+    return result
+
+
+def _changes(measured: dict[str, tuple[float, float]]) -> set[str]:
+    """The models whose perplexity moved by more than 0.1 % when the words were shuffled."""
+    return {name for name, (before, after) in measured.items() if abs(after - before) > 1e-3 * before}
+
+
+def _which_model_notices() -> str:
+    changed = _changes(measure_word_shuffle())
+    return {frozenset(): "neither", frozenset({"unigram"}): "unigram", frozenset({"5-gram"}): "5-gram"}.get(
+        frozenset(changed), "both")
+
+
+def _diagnose_shuffle(args: tuple, got: Any, expected: str) -> str | None:
+    if got not in SHUFFLE_CHOICES:
+        return f"answer with one of {SHUFFLE_CHOICES}, as a string; got {got!r}."
+    (uni_before, uni_after), (five_before, five_after) = (measure_word_shuffle()[m] for m in ("unigram", "5-gram"))
+    measured = (f"measured: unigram {uni_before:.2f} -> {uni_after:.2f}, 5-gram {five_before:.2f} -> "
+                f"{five_after:.2f}")
+    if got in ("unigram", "both"):
+        return (f"{measured}. The unigram model scores every character on its own, p(x_t); shuffling words "
+                f"keeps every character, so the product of the p(x_t) cannot change.")
+    if got == "neither":
+        return (f"{measured}. The 5-gram model reads 4 characters back: across a word boundary it sees the end of "
+                f"one word and the start of the next, and a shuffle makes those junctions unfamiliar.")
+    return None
+
+
+register(Exercise(
+    name="predict_word_shuffle",
+    signature="predict_word_shuffle() -> one of 'unigram', '5-gram', 'both', 'neither': which model's perplexity "
+              "changes when the words of every line are shuffled (checked against a measurement)",
+    reference=_which_model_notices,
+    cases=[Case((), "50,000 validation characters, words shuffled within each line")],
+    hint="a unigram model scores each character with no context at all; a 5-gram sees the 4 characters before it.",
+    diagnose=_diagnose_shuffle,
 ))

@@ -1,7 +1,10 @@
-"""Notebook 02 — the vanilla RNN: one cell step, softmax with temperature, counting parameters."""
+"""Notebook 02 — the vanilla RNN: one cell step, softmax with temperature, counting parameters, and a
+prediction of an untrained model's loss."""
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -173,4 +176,65 @@ register(Exercise(
     hint="per layer and direction: W_ih (H x layer input) + W_hh (H x H) + b_ih (H) + b_hh (H); the first "
          "layer's input is input_size, the others' is hidden_size * num_directions.",
     diagnose=_diagnose_count,
+))
+
+
+# -- 4. predict, then measure: the loss of a model that has not been trained -----------------------------
+UNTRAINED_TOLERANCE = 0.1        # nats
+
+
+@lru_cache(maxsize=1)
+def measure_untrained_loss() -> tuple[float, int]:
+    """The validation loss (nats per character) of notebook 2's character RNN straight after initialisation
+    (CharLM, cell "rnn", embedding 64, 256 units, torch's default initialisation under seed 0) on the
+    first of the course's fixed validation batches (32 windows of 64 characters), and the vocabulary size V."""
+    from seqlab import pretrained
+    from seqlab.data import char_lm_data
+    from seqlab.models.charlm import CharLM, CharLMConfig
+    from seqlab.train import evaluate
+
+    V = len(char_lm_data().vocab)
+    with torch.random.fork_rng(devices=[]):          # leave the student's generator where it was
+        torch.manual_seed(0)
+        model = CharLM(CharLMConfig(vocab_size=V, cell="rnn", embed_size=64, hidden_size=256))
+    return evaluate(model, pretrained.validation_batches()[:1]).loss, V
+
+
+def _untrained_loss() -> float:
+    return measure_untrained_loss()[0]
+
+
+def _same_loss(got: Any, expected: float) -> bool:
+    return (isinstance(got, (int, float)) and not isinstance(got, bool)
+            and abs(float(got) - expected) <= UNTRAINED_TOLERANCE)
+
+
+def _diagnose_untrained(args: tuple, got: Any, expected: float) -> str | None:
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return f"give your prediction as a number of nats (a float), not a {type(got).__name__}."
+    got = float(got)
+    V = measure_untrained_loss()[1]
+    said = f"measured {expected:.3f} nats, you predicted {got:.3f}"
+    if abs(got - V) < 1 or abs(got - math.log2(V)) < 0.05:
+        return (f"{said}. {V} is the perplexity of a uniform guess and log2 {V} = {math.log2(V):.2f} its bits; "
+                f"the loss is in nats: -ln(1/{V}) = ln {V} = {math.log(V):.3f}.")
+    if got <= 0 or abs(got - 1 / V) < 0.05:
+        return (f"{said}. The loss is -ln p(target), not a probability: with p = 1/{V} for every character it "
+                f"is -ln(1/{V}) = {math.log(V):.2f}.")
+    if got > expected:
+        return (f"{said}. Small random weights give small logits, so the softmax is close to uniform over the "
+                f"{V} characters: about ln {V} = {math.log(V):.3f}.")
+    return (f"{said}. Before training the model knows nothing about the text, so it has no reason to beat a "
+            f"uniform guess over {V} characters, ln {V} = {math.log(V):.3f}; the random logits add a little on top.")
+
+
+register(Exercise(
+    name="predict_untrained_loss",
+    signature="predict_untrained_loss() -> float: the validation loss in nats of the character RNN before any "
+              f"training step (checked against a measurement, +-{UNTRAINED_TOLERANCE})",
+    reference=_untrained_loss,
+    cases=[Case((), "CharLM(rnn, 64, 256) just initialised, one validation batch of 32 x 64 characters")],
+    hint="an untrained model spreads its bet almost evenly over the V characters; the loss is -ln p(target).",
+    diagnose=_diagnose_untrained,
+    same=_same_loss,
 ))

@@ -1,7 +1,10 @@
-"""Notebook 03 — BPTT and gradients: one backward step, clipping by global norm, tanh' and sigmoid'."""
+"""Notebook 03 — BPTT and gradients: one backward step, clipping by global norm, tanh' and sigmoid', and a
+prediction of how the gradient 50 steps back moves with the spectral radius."""
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -222,4 +225,67 @@ register(Exercise(
     hint="tanh'(z) = 1 - tanh(z)**2 and sigma'(z) = sigma(z) * (1 - sigma(z)); use torch.tanh and torch.sigmoid.",
     diagnose=_diagnose_derivatives,
     same=_same_tensors,
+))
+
+
+# -- 4. predict, then measure: the gradient 50 steps back, at rho = 0.9 and at rho = 1.1 -------------------
+GROWTH_DISTANCE, GROWTH_RHOS = 50, (0.9, 1.1)
+
+
+@lru_cache(maxsize=1)
+def measure_gradient_growth() -> dict[str, float]:
+    """Notebook 3's set-up (64 tanh units, 8 inputs, 60 steps of random inputs, 16 sequences, float64,
+    ``random_rnn_weights(64, 8, rho, seed=0)``): ``||dL_T/dh_{T-50}||`` at rho = 0.9 and 1.1 for the tanh
+    RNN, and the factor from the first to the second, for the tanh RNN and for its linear part."""
+    from seqlab.gradients import gradient_norms_through_time, linear_gradient_norms, random_rnn_weights
+
+    x = torch.randn(60, 16, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    norms = {}
+    for rho in GROWTH_RHOS:
+        W_h, W_x, b = random_rnn_weights(64, 8, rho, seed=0)
+        norms[rho] = (float(gradient_norms_through_time(x, W_h, W_x, b)[GROWTH_DISTANCE]),
+                      float(linear_gradient_norms(W_h, 60)[GROWTH_DISTANCE]))
+    low, high = GROWTH_RHOS
+    return {"tanh_low": norms[low][0], "tanh_high": norms[high][0], "factor": norms[high][0] / norms[low][0],
+            "linear_factor": norms[high][1] / norms[low][1]}
+
+
+def _gradient_factor() -> float:
+    return measure_gradient_growth()["factor"]
+
+
+def _within_ten_times(got: Any, expected: float) -> bool:
+    return (isinstance(got, (int, float)) and not isinstance(got, bool) and got > 0
+            and abs(math.log10(got) - math.log10(expected)) <= 1)
+
+
+def _diagnose_growth(args: tuple, got: Any, expected: float) -> str | None:
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return f"give the factor as a number, not a {type(got).__name__}."
+    if got <= 0:
+        return f"a ratio of two norms is positive; you predicted {got:g}."
+    m = measure_gradient_growth()
+    said = (f"measured {m['tanh_low']:.1e} at rho = 0.9 and {m['tanh_high']:.1e} at rho = 1.1, a factor of "
+            f"{expected:.0f}; you predicted {got:.3g}")
+    if got <= 1:
+        return f"{said}. A larger rho makes every one of the 50 factors larger: the gradient grows."
+    if got < 10:
+        return f"{said}. The change is small per step (1.1 / 0.9 = 1.22) but it compounds over 50 steps."
+    if got > expected and abs(math.log10(got) - math.log10(m["linear_factor"])) <= 0.5:
+        return (f"{said}. (1.1 / 0.9)^50 = {m['linear_factor']:.1e} is the linear part's factor; with tanh, "
+                f"larger states saturate more units, and their tanh' < 1 holds the product back.")
+    if got > expected:
+        return f"{said}: more than even the linear part's (1.1 / 0.9)^50 = {m['linear_factor']:.1e}."
+    return f"{said}. Each of the 50 steps scales by about 1.1 / 0.9 = 1.22 more, less what tanh' takes back."
+
+
+register(Exercise(
+    name="predict_gradient_growth",
+    signature="predict_gradient_growth() -> float: by what factor ||dL_T/dh_{T-50}|| grows when rho(W_h) goes "
+              "from 0.9 to 1.1 in section 3's tanh RNN (checked against a measurement, within 10 times)",
+    reference=_gradient_factor,
+    cases=[Case((), "64 tanh units, random inputs, distance 50, rho 0.9 -> 1.1")],
+    hint="the linear part scales like rho^k; tanh' <= 1 can only take some of that growth back.",
+    diagnose=_diagnose_growth,
+    same=_within_ten_times,
 ))

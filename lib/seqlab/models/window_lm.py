@@ -1,0 +1,82 @@
+"""The fixed-window neural language model (Bengio et al., 2003): the bridge from n-grams to RNNs.
+
+Like an n-gram model it predicts the next symbol from the last ``k`` symbols only; unlike one,
+it does not count: it looks up a learned vector for each of the ``k`` symbols, concatenates them
+and passes them through one hidden layer::
+
+    z_t = [E[x_{t-k+1}]; ...; E[x_t]]              (B, T, k * d_emb)  the window, concatenated
+    a_t = tanh(W_z z_t + b_z)                      (B, T, H)
+    p(x_{t+1} | x_{t-k+1..t}) = softmax(W_y a_t + b_y)   (B, T, V)
+
+Similar contexts get similar vectors, so what is learnt about one context is shared with the
+others (no count is ever zero), but nothing before the window can reach the prediction, and
+each of the ``k`` positions has its own block of ``W_z``: a longer window means more weights.
+
+The interface is CharLM's: ``forward(x, state)`` maps ids ``(B, T)`` to ``(logits (B, T, V), state)``,
+so ``seqlab.train.train``/``evaluate`` and ``LMBatches`` work unchanged. The *state* of a window
+model is simply the last ``k - 1`` ids it read, ``(B, k - 1)``; without one, the positions before
+the first id are filled with a padding id (``vocab_size``, an extra embedding row), as an n-gram
+model uses a shorter history at the start of a text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class WindowLMConfig:
+    vocab_size: int
+    context: int = 4          # k: how many previous symbols the model sees
+    embed_size: int = 16      # d_emb per symbol
+    hidden_size: int = 256    # H
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class WindowLM(nn.Module):
+    """Next-symbol model from a window of the last ``config.context`` symbols."""
+
+    def __init__(self, config: WindowLMConfig):
+        super().__init__()
+        for field in ("vocab_size", "context", "embed_size", "hidden_size"):
+            value = getattr(config, field)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"WindowLMConfig.{field} must be a positive int, got {value!r}")
+        self.config = config
+        self.pad_id = config.vocab_size                              # "before the text": its own vector
+        self.embed = nn.Embedding(config.vocab_size + 1, config.embed_size)
+        self.hidden = nn.Linear(config.context * config.embed_size, config.hidden_size)   # W_z, b_z
+        self.head = nn.Linear(config.hidden_size, config.vocab_size)                      # W_y, b_y
+
+    def initial_state(self, batch_size: int, device: torch.device | None = None) -> Tensor:
+        """Padding ids ``(B, k - 1)``: nothing has been read yet."""
+        return torch.full((batch_size, self.config.context - 1), self.pad_id, dtype=torch.long, device=device)
+
+    def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Logits ``(B, T, V)`` for the symbol after each position of ``x`` ``(B, T)``, and the new state.
+
+        ``state`` ``(B, k - 1)`` holds the ids read just before ``x`` (None: padding).
+        """
+        k = self.config.context
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
+            got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"WindowLM expects ids of shape (B, T) and dtype torch.long, got {got}")
+        if state is None:
+            state = self.initial_state(x.shape[0], x.device)
+        if state.shape != (x.shape[0], k - 1) or state.dtype != torch.long:
+            raise ValueError(f"WindowLM's state should be the last k - 1 = {k - 1} ids of each sequence, "
+                             f"shape ({x.shape[0]}, {k - 1}) and dtype torch.long, "
+                             f"got {state.dtype} of shape {tuple(state.shape)}")
+        if x.numel() and (x.min() < 0 or x.max() >= self.config.vocab_size):
+            raise ValueError(f"ids must lie in [0, {self.config.vocab_size}), got values from "
+                             f"{int(x.min())} to {int(x.max())}")
+        padded = torch.cat([state, x], dim=1)                        # (B, k - 1 + T)
+        windows = padded.unfold(1, k, 1)                             # (B, T, k): window t ends with x_t
+        z = self.embed(windows).flatten(2)                           # (B, T, k * d_emb): the concatenation
+        a = torch.tanh(self.hidden(z))                               # (B, T, H)
+        return self.head(a), padded[:, padded.shape[1] - (k - 1):]   # (B, T, V), (B, k - 1)
