@@ -338,3 +338,44 @@ def test_errors_name_what_was_expected_and_what_came():
     wrong = Recorder(randn(H, L, L))
     with pytest.raises(ValueError, match=r"score_bias\(5, 7\) must have shape \(4, 5, 7\).*got \(4, 5, 5\)"):
         MultiheadAttention(E, H, batch_first=True, positional=wrong)(q, randn(B, S, E), randn(B, S, E))
+
+
+# -- the KV cache (seqlab's extension; without a cache the module is torch's twin, tested above) -------
+@pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seq_first", "batch_first"])
+def test_cache_in_pieces_equals_causal_attention_over_the_whole_sequence(batch_first, fused):
+    """Feeding 3, then 1, then 3 new positions with a cache gives what one causal pass over all 7 gives."""
+    from seqlab.nn.multihead import AttentionCache
+    from seqlab.nn.positional import ALiBi, RoPE
+
+    for positional in (None, RoPE(E // H), ALiBi(H)):
+        _, ours = twins(embed_dim=E, num_heads=H, batch_first=batch_first)
+        ours.positional, ours.fused = positional, fused
+        x = randn(B, S, E, seed=4) if batch_first else randn(S, B, E, seed=4)
+        full, _ = ours(x, x, x, is_causal=True, need_weights=False)
+        cache, pieces, weights = AttentionCache(), [], []
+        for start, stop in [(0, 3), (3, 4), (4, S)]:
+            part = x[:, start:stop] if batch_first else x[start:stop]
+            out, w = ours(part, part, part, is_causal=True, cache=cache, average_attn_weights=False)
+            assert cache.offset == stop and cache.keys.shape == cache.values.shape == (B, H, stop, E // H)
+            assert w.shape == (B, H, stop - start, stop)                 # the new queries read every cached key
+            pieces.append(out)
+        assert torch.allclose(torch.cat(pieces, dim=1 if batch_first else 0), full, atol=TOL)
+        assert cache.nbytes() == 2 * B * H * S * (E // H) * 4
+
+
+def test_cache_errors_name_what_was_expected():
+    from seqlab.nn.multihead import AttentionCache
+
+    _, ours = twins(embed_dim=E, num_heads=H, batch_first=True)
+    cache = AttentionCache()
+    x = randn(B, 2, E)
+    ours(x, x, x, is_causal=True, cache=cache)
+    with pytest.raises(ValueError, match=r"same L new positions \(self-attention\), got 2 queries and 7 keys"):
+        ours(x, randn(B, S, E), randn(B, S, E), cache=AttentionCache())
+    with pytest.raises(ValueError, match=r"the cache holds keys of shape \(B, H, m, d_h\) = \(3, 4, 2, 4\)"):
+        ours(x[:1], x[:1], x[:1], cache=cache)                            # another batch size
+    with pytest.raises(TypeError, match="cache must be a seqlab.nn.multihead.AttentionCache"):
+        ours(x, x, x, cache={})
+    with pytest.raises(ValueError, match=r"attn_mask must have shape"):  # masks have offset + L key columns
+        ours(x, x, x, attn_mask=torch.zeros(2, 2, dtype=torch.bool), cache=cache)

@@ -388,3 +388,25 @@ def test_errors_name_what_was_expected_and_what_came():
         model(sequence(S, True, 1), randn(2, T, D))
     with pytest.raises(ValueError, match=r"Transformer expects tgt of shape \(N, L, E\).*= 16; got \(3, 5, 4\)"):
         model(sequence(S, True, 1), randn(B, T, 4))
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_norm", "pre_norm"])
+def test_encoder_layer_with_a_kv_cache_equals_the_causal_layer(norm_first):
+    """A decoder-only (GPT) block: new positions with a cache give the full causal pass's rows, masks take m columns."""
+    from seqlab.nn.multihead import AttentionCache
+
+    layer = randomize(TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first,
+                                              positional=ALiBi(H)))
+    x = randn(B, S, D, seed=5)
+    full, full_weights = layer(x, is_causal=True, need_weights=True)
+    cache = AttentionCache()
+    first = layer(x[:, :4], is_causal=True, cache=cache)
+    # an explicit mask over the offset + n = 7 keys (torch's meaning, True = blocked) instead of is_causal
+    from seqlab.nn.masks import causal_mask
+
+    blocked = ~causal_mask(S - 4, S)                                  # (3, 7): queries are the last 3 positions
+    rest, weights = layer(x[:, 4:], src_mask=blocked, cache=cache, need_weights=True)
+    assert torch.allclose(torch.cat([first, rest], dim=1), full, atol=TOL)
+    assert weights.shape == (B, H, S - 4, S) and torch.allclose(weights, full_weights[:, :, 4:], atol=TOL)
+    with pytest.raises(ValueError, match="src_mask"):
+        layer(x[:, :1], src_mask=torch.zeros(1, 1, dtype=torch.bool), cache=cache)

@@ -13,6 +13,7 @@ token at every step (greedy) can miss it; :func:`beam_search` keeps the ``k`` be
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,14 +28,16 @@ def sample_next(logits: torch.Tensor, *, temperature: float = 1.0, top_k: int | 
     """Draw one id per row of ``logits`` (B, V) -> (B,). ``temperature == 0`` means greedy."""
     if logits.dim() != 2:
         raise ValueError(f"sample_next expects logits of shape (B, V), got {tuple(logits.shape)}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy, 1 = the model's own "
+                         f"distribution), got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)
+                              or not 1 <= top_k <= logits.shape[-1]):
+        raise ValueError(f"top_k must be an integer in 1..{logits.shape[-1]} (the vocabulary size), got {top_k!r}")
     if temperature == 0:
         return logits.argmax(dim=-1)
     scaled = logits.float() / temperature
     if top_k is not None:
-        if not 1 <= top_k <= logits.shape[-1]:
-            raise ValueError(f"top_k must be in 1..{logits.shape[-1]}, got {top_k}")
         kth = scaled.topk(top_k, dim=-1).values[:, -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
     probs = torch.softmax(scaled, dim=-1)

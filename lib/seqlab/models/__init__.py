@@ -8,12 +8,14 @@ and ``regressor`` (``SequenceRegressor``, the many-to-one model of the adding pr
 ``encoder`` (``EncoderModel``, ``EncoderConfig``: a small encoder-only Transformer over tokens);
 ``bert`` (``BertEncoder``, ``BertConfig``: BERT's layout, loads real BERT weights);
 ``transformer_seq2seq`` (``TransformerSeq2Seq``, ``TransformerSeq2SeqConfig``: the paper's
-encoder-decoder, with Seq2Seq's batches, loss and decoding).
+encoder-decoder, with Seq2Seq's batches, loss and decoding);
+``gpt`` (``GPT``, ``GPTConfig``, ``KVCache``: a decoder-only language model with a KV cache for generation).
 """
 
 from seqlab.models.bert import BertConfig, BertEncoder
 from seqlab.models.charlm import CharLM, CharLMConfig
 from seqlab.models.encoder import EncoderConfig, EncoderModel
+from seqlab.models.gpt import GPT, GPTConfig, KVCache
 from seqlab.models.readout import SequenceClassifier, SequenceTagger
 from seqlab.models.regressor import SequenceRegressor
 from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
@@ -24,3 +26,4 @@ __all__ = ["CharLM", "CharLMConfig", "Seq2Seq", "Seq2SeqConfig", "SequenceClassi
 __all__ += ["EncoderConfig", "EncoderModel"]
 __all__ += ["BertConfig", "BertEncoder"]
 __all__ += ["TransformerSeq2Seq", "TransformerSeq2SeqConfig"]
+__all__ += ["GPT", "GPTConfig", "KVCache"]

@@ -56,11 +56,24 @@ Where seqlab differs from torch (each on purpose):
   positions), where torch raises. With an ``attn_mask``, that mask is used as given (``is_causal``
   is then a hint, as in torch);
 - keyword-only extras: ``positional`` (a :class:`seqlab.nn.positional.PositionalEncoding` whose
-  ``rotate`` and ``score_bias`` hooks act on the split heads, for RoPE and ALiBi) and ``fused``
-  (use ``scaled_dot_product_attention`` when no weights are asked for).
+  ``rotate`` and ``score_bias`` hooks act on the split heads, for RoPE and ALiBi), ``fused``
+  (use ``scaled_dot_product_attention`` when no weights are asked for) and ``cache`` (a
+  :class:`AttentionCache` of the keys and values seen so far, for generating one token at a time).
+
+**The KV cache.** A decoder generating token ``t`` needs the keys and values of tokens ``0..t-1``
+again, and they have not changed (causal attention: a token never reads a later one). So the
+self-attention keeps them: ``forward(x_new, x_new, x_new, cache=c, is_causal=True)`` projects only
+the ``L`` new positions, appends their keys and values to ``c`` (now ``m = offset + L`` of each)
+and lets the ``L`` queries attend to all ``m`` keys. The queries are the *last* ``L`` of the ``m``
+positions, the convention of :func:`seqlab.nn.masks.causal_mask` and of the positional hooks.
+The cache stores keys *before* ``positional.rotate``: RoPE rotates all ``m`` keys by their
+position at every step (``O(m d_h)`` work, as much as the scores themselves), which keeps the hook
+exactly as an ordinary forward pass uses it. :class:`KVCache` is one :class:`AttentionCache` per layer.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -69,6 +82,65 @@ from torch import Tensor, nn
 from seqlab.nn.attention import attend
 from seqlab.nn.masks import causal_mask, check_mask, from_torch, merge_masks
 from seqlab.nn.positional import PositionalEncoding
+
+
+@dataclass
+class AttentionCache:
+    """The keys and values one self-attention has seen: ``keys``, ``values`` ``(B, H, m, d_h)`` (None when empty).
+
+    ``offset`` = ``m``, the number of cached positions: the next token sits at position ``offset``.
+    Keys are stored as projected, before any RoPE rotation (see the module docstring).
+    """
+
+    keys: Tensor | None = None
+    values: Tensor | None = None
+
+    @property
+    def offset(self) -> int:
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Add ``L`` new positions ``(B, H, L, d_h)``; return all ``m = offset + L`` keys and values."""
+        if self.keys is not None and (keys.shape[:2] != self.keys.shape[:2] or keys.shape[-1] != self.keys.shape[-1]):
+            raise ValueError(f"the cache holds keys of shape (B, H, m, d_h) = {tuple(self.keys.shape)}; new keys "
+                             f"{tuple(keys.shape)} do not continue them (same B, H and d_h needed)")
+        self.keys = keys if self.keys is None else torch.cat([self.keys, keys], dim=-2)
+        self.values = values if self.values is None else torch.cat([self.values, values], dim=-2)
+        return self.keys, self.values
+
+    def nbytes(self) -> int:
+        """Memory held by the cached keys and values, in bytes."""
+        return sum(t.numel() * t.element_size() for t in (self.keys, self.values) if t is not None)
+
+
+@dataclass
+class KVCache:
+    """One :class:`AttentionCache` per layer of a decoder stack, all at the same ``offset``.
+
+    ``cache[l]`` is layer ``l``'s; ``offset`` is the number of positions cached (the position of the
+    next token); ``nbytes()`` = ``2 x layers x B x H x offset x d_h x bytes per number``.
+    """
+
+    layers: list[AttentionCache] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, num_layers: int) -> KVCache:
+        if num_layers < 1:
+            raise ValueError(f"a KV cache needs at least one layer, got num_layers={num_layers}")
+        return cls([AttentionCache() for _ in range(num_layers)])
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __getitem__(self, layer: int) -> AttentionCache:
+        return self.layers[layer]
+
+    @property
+    def offset(self) -> int:
+        return self.layers[0].offset if self.layers else 0
+
+    def nbytes(self) -> int:
+        return sum(layer.nbytes() for layer in self.layers)
 
 
 class MultiheadAttention(nn.Module):
@@ -92,6 +164,10 @@ class MultiheadAttention(nn.Module):
     - ``fused``: when True and ``need_weights=False``, attend with
       ``torch.nn.functional.scaled_dot_product_attention`` (one fused kernel). Whenever weights are
       requested the explicit path runs, so what is shown is what was computed.
+    - ``forward(..., cache=AttentionCache())`` (self-attention only, ``key`` and ``value`` the same
+      ``L`` new positions as ``query``): the new keys and values are appended to the cache and the
+      queries attend to all ``S = cache.offset`` keys (after appending); masks then have ``S`` key
+      columns, and ``is_causal=True`` builds ``causal_mask(L, S)``. Without a cache nothing changes.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -175,14 +251,16 @@ class MultiheadAttention(nn.Module):
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
                 need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
-                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+                is_causal: bool = False, *, cache: AttentionCache | None = None) -> tuple[Tensor, Tensor | None]:
         batched = self._check_inputs(query, key, value)
+        if cache is not None:
+            self._check_cache(query, key, cache, batched)
         if not batched:                    # one sequence: a batch of one, in torch's batch axis
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         elif self.batch_first:             # (B, n, E) -> (n, B, E) views; see the module docstring
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         L, B, E = query.shape
-        S = key.shape[0]
+        S = key.shape[0] + (0 if cache is None else cache.offset)   # keys: the cached ones, then the new ones
         H, d_h = self.num_heads, self.head_dim
         mask = self._merged_mask(attn_mask, key_padding_mask, is_causal, batched, B, L, S, query)
 
@@ -192,6 +270,8 @@ class MultiheadAttention(nn.Module):
         q = self._split_heads(F.linear(query, W_q, b_q))         # (B, H, L, d_h)
         k = self._split_heads(F.linear(key, W_k, b_k))           # (B, H, S, d_h)
         v = self._split_heads(F.linear(value, W_v, b_v))         # (B, H, S, d_h)
+        if cache is not None:                                    # cached positions first, then the L new ones
+            k, v = cache.append(k, v)                            # (B, H, S, d_h) each, S = offset + L
         if self.positional is not None:
             q, k = self.positional.rotate(q, k)                  # RoPE; the identity for other encodings
         if self.bias_k is not None:                              # one learned key/value every query may read
@@ -218,6 +298,16 @@ class MultiheadAttention(nn.Module):
         if average_attn_weights:
             weights = weights.mean(dim=1)                        # (B, L, S')
         return attn_output, (weights if batched else weights.squeeze(0))
+
+    def _check_cache(self, query: Tensor, key: Tensor, cache: AttentionCache, batched: bool) -> None:
+        if not isinstance(cache, AttentionCache):
+            raise TypeError(f"cache must be a seqlab.nn.multihead.AttentionCache or None, got {type(cache).__name__}")
+        if not self._qkv_same_embed_dim:
+            raise ValueError("a KV cache is for self-attention: kdim and vdim must equal embed_dim")
+        s = 1 if batched and self.batch_first else 0
+        if key.shape[s] != query.shape[s]:
+            raise ValueError(f"with a cache, query, key and value are the same L new positions (self-attention), "
+                             f"got {query.shape[s]} queries and {key.shape[s]} keys")
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """``(n, B, E)`` -> ``(B, H, n, d_h)``: column block i of the projection is head i (a view, no copy)."""

@@ -60,6 +60,9 @@ What ``torch.nn`` lacks is added as keyword-only arguments:
   batch-first: a layer's ``(B, H, n, m)``, a stack's ``(L, B, H, n, m)`` over its ``L`` layers.
 - ``fused=True`` computes attention with ``torch.nn.functional.scaled_dot_product_attention``
   (faster, no weights kept) whenever the weights are not asked for.
+- ``TransformerEncoderLayer.forward(..., cache=AttentionCache())``: a KV cache for a causal
+  (decoder-only, GPT-style) stack generating a few new positions at a time; the self-attention
+  appends their keys and values (:mod:`seqlab.nn.multihead`), and masks have ``offset + n`` key columns.
 
 Note that ``torch.nn.Transformer`` (and :class:`Transformer` here) always puts a final LN after each
 stack, also in post-norm where the paper has none: 2 x 2 x d_model parameters more than the paper.
@@ -77,7 +80,7 @@ from torch import Tensor, nn
 
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import causal_mask, check_mask, to_additive
-from seqlab.nn.multihead import MultiheadAttention
+from seqlab.nn.multihead import AttentionCache, MultiheadAttention
 from seqlab.nn.positional import PositionalEncoding
 
 #: The activations known by name (torch.nn knows the same two); any callable works too.
@@ -153,6 +156,8 @@ class TransformerEncoderLayer(nn.Module):
 
     ``forward(src (N, S, E) or (S, N, E) or (S, E), src_mask, src_key_padding_mask, is_causal)`` as
     ``torch.nn.TransformerEncoderLayer``; ``need_weights=True`` returns ``(output, weights (N, H, S, S))``.
+    ``cache=`` (a :class:`seqlab.nn.multihead.AttentionCache`) makes ``src`` the ``S`` *new* positions
+    after ``cache.offset`` cached ones: the masks and the weights then have ``offset + S`` key columns.
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
@@ -183,26 +188,32 @@ class TransformerEncoderLayer(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))    # (.., d_ff) -> (.., d_model)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool = False, *, need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+                is_causal: bool = False, *, need_weights: bool = False,
+                cache: AttentionCache | None = None) -> Tensor | tuple[Tensor, Tensor]:
         batch, n = _check_sequence(type(self).__name__, "src", src, self.d_model, self.batch_first)
-        _check_attn_mask("src_mask", src_mask, batch, self.nhead, n, n)
-        _check_padding_mask("src_key_padding_mask", src_key_padding_mask, batch, n)
+        m = n + (0 if cache is None else cache.offset)                        # keys: cached, then the n new ones
+        _check_attn_mask("src_mask", src_mask, batch, self.nhead, n, m)
+        _check_padding_mask("src_key_padding_mask", src_key_padding_mask, batch, m)
         x = src
         if self.norm_first:                                                    # pre-norm: x + Sublayer(LN(x))
-            a, weights = self._self_attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal, need_weights)
+            a, weights = self._self_attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal, need_weights,
+                                              cache)
             x = x + a
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         else:                                                                  # post-norm: LN(x + Sublayer(x))
-            a, weights = self._self_attention(x, src_mask, src_key_padding_mask, is_causal, need_weights)
+            a, weights = self._self_attention(x, src_mask, src_key_padding_mask, is_causal, need_weights, cache)
             x = self.norm1(x + a)
             x = self.norm2(x + self.dropout2(self.feed_forward(x)))
         return (x, weights) if need_weights else x
 
     def _self_attention(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                        is_causal: bool, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+                        is_causal: bool, need_weights: bool,
+                        cache: AttentionCache | None = None) -> tuple[Tensor, Tensor | None]:
+        extra = {} if cache is None else {"cache": cache}
         a, weights = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                    need_weights=need_weights, average_attn_weights=False, is_causal=is_causal)
-        return self.dropout1(a), weights                                       # weights (N, H, n, n) per head
+                                    need_weights=need_weights, average_attn_weights=False, is_causal=is_causal,
+                                    **extra)
+        return self.dropout1(a), weights                                       # weights (N, H, n, m) per head
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}, batch_first={self.batch_first}"

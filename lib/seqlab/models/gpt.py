@@ -1,0 +1,254 @@
+r"""A GPT-style decoder-only language model, small enough to read in one sitting.
+
+.. math::
+
+    X^{(0)} = E[x_{1..T}] \;(+\; P_{1..T})                               \qquad (B, T, d_{model})
+
+    X^{(r)} = \mathrm{Block}_r\big(X^{(r-1)}\big), \quad r = 1 \dots N      \qquad (B, T, d_{model})
+
+    \text{logits} = \mathrm{LN}\big(X^{(N)}\big)\, U                        \qquad (B, T, V)
+
+Each block is seqlab's :class:`seqlab.nn.transformer.TransformerEncoderLayer` with a *causal*
+self-attention (position :math:`t` reads positions :math:`\le t` only): there is no encoder and
+no cross-attention, so GPT's "decoder" block is an encoder layer with the causal mask. Pre-norm
+(``norm_first=True``, GPT-2's layout) is the default, with one LayerNorm after the last block.
+With ``tie_weights=True`` the output matrix is the token embedding, :math:`U = E^\top` (the same
+parameter; Press & Wolf, 2017), as in GPT-2 and nanoGPT.
+
+Positions are one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name: learned and
+sinusoidal are added to the embeddings, RoPE and ALiBi are handed to every self-attention
+(``positional=``), "none" uses no positions (the causal mask alone leaks some order).
+
+Initialisation follows GPT-2 / nanoGPT: every matrix and the embedding from
+:math:`\mathcal N(0, 0.02^2)`, biases zero, and the two projections that write into the residual
+stream (the attention's :math:`W^O` and the FFN's :math:`W_2`) from :math:`\mathcal N(0, (0.02/\sqrt{2N})^2)`,
+so the stream's variance does not grow with depth.
+
+**Generation** (:meth:`GPT.generate`) samples with :func:`seqlab.decoding.sample_next`
+(temperature, top-k). With ``use_cache=True`` it keeps a :class:`seqlab.nn.multihead.KVCache`:
+the prompt is read once, then each step feeds only the newest token, whose queries attend to the
+cached keys and values of every earlier position. The model sees at most ``context`` tokens; once
+the sequence is longer, each step re-reads its last ``context`` tokens from scratch (a cache
+cannot slide along: every cached key depends on the tokens before it, including the one that
+falls out), so the cache speeds up the first ``context`` tokens only. Cached and uncached
+generation give the same tokens (tests/test_gpt.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.decoding import sample_next
+from seqlab.models._checks import check_ids
+from seqlab.nn.layer_norm import LayerNorm
+from seqlab.nn.multihead import AttentionCache, KVCache
+from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
+from seqlab.nn.transformer import ACTIVATIONS, TransformerEncoderLayer
+from seqlab.train import evaluating
+
+__all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
+
+#: encodings that act inside the attention (the others are added to the embeddings)
+_IN_ATTENTION = ("rope", "alibi")
+
+
+@dataclass
+class GPTConfig:
+    """The sizes of a :class:`GPT`. ``dim_feedforward=None`` means ``4 * d_model`` (GPT-2's ratio)."""
+
+    vocab_size: int
+    context: int = 64                    # the longest sequence the model reads (its block size)
+    d_model: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    dim_feedforward: int | None = None   # None: 4 * d_model
+    dropout: float = 0.0
+    positional: str = "learned"          # one of seqlab.nn.positional.POSITIONAL_ENCODINGS
+    norm_first: bool = True              # pre-norm (GPT-2) with a final LayerNorm; False: post-norm
+    activation: str = "gelu"             # one of seqlab.nn.transformer.ACTIVATIONS
+    tie_weights: bool = True             # output matrix = token embedding
+    bias: bool = True                    # biases in every Linear and LayerNorm
+    fused: bool = False                  # attention by scaled_dot_product_attention when no weights are asked for
+
+    def __post_init__(self) -> None:
+        if self.dim_feedforward is None:
+            self.dim_feedforward = 4 * self.d_model
+        for name in ("vocab_size", "context", "d_model", "n_layer", "n_head", "dim_feedforward"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"GPTConfig.{name} must be an integer >= 1, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model must be divisible by n_head (each head gets d_model / n_head features), "
+                             f"got d_model={self.d_model}, n_head={self.n_head}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout}")
+        if self.positional not in POSITIONAL_ENCODINGS:
+            raise ValueError(f"unknown positional encoding {self.positional!r}; expected one of {POSITIONAL_ENCODINGS}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; expected one of {tuple(ACTIVATIONS)}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    def num_parameters(self) -> int:
+        """The parameter count, from the sizes alone (a tied output matrix counted once).
+
+        ``V d`` (embedding) + ``T d`` (learned positions only) + per block ``4 d^2 + 2 d f``
+        (attention's :math:`W^Q, W^K, W^V, W^O`, the FFN's :math:`W_1, W_2`) + ``V d`` (untied output).
+        With biases: per block ``4 d + f + d`` (projections) and every LayerNorm ``2 d`` instead of ``d``;
+        the output layer ``V``. ``d`` = d_model, ``f`` = dim_feedforward, ``T`` = context, ``V`` = vocab_size.
+        """
+        d, f, V, b = self.d_model, self.dim_feedforward, self.vocab_size, int(self.bias)
+        norm = d * (1 + b)                                           # LayerNorm: gain (and bias)
+        block = 4 * d * d + 2 * d * f + b * (4 * d + f + d) + 2 * norm
+        total = V * d + self.n_layer * block
+        total += self.context * d if self.positional == "learned" else 0
+        total += norm if self.norm_first else 0                      # the final LayerNorm
+        total += (0 if self.tie_weights else V * d) + b * V          # output matrix (unless tied), output bias
+        return total
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> GPTConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown GPTConfig fields {unknown}; expected some of {sorted(known)}")
+        return cls(**values)
+
+
+class GPT(nn.Module):
+    """Token ids ``(B, T)`` -> next-token logits ``(B, T, V)``; ``T <= context``.
+
+    ``forward(ids, *, cache=None, need_weights=False)``. With a :class:`KVCache` (from
+    :meth:`new_cache`), ``ids`` are the ``T`` tokens *after* the ``cache.offset`` already cached
+    ones; their keys and values are appended and their logits returned (``offset + T <= context``).
+    ``need_weights=True`` returns ``(logits, weights)``, ``weights`` ``(n_layer, B, n_head, T, offset + T)``.
+    Works with :func:`seqlab.train.train` / :func:`seqlab.train.evaluate` and ``lm_loss`` as it is.
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = c = config
+        self.embed = nn.Embedding(c.vocab_size, c.d_model)                                 # E
+        self.positional = positional_encoding(c.positional, d_model=c.d_model, num_heads=c.n_head, max_len=c.context)
+        self.dropout = nn.Dropout(c.dropout)
+        in_attention = self.positional if c.positional in _IN_ATTENTION else None
+        self.blocks = nn.ModuleList(
+            TransformerEncoderLayer(c.d_model, c.n_head, c.dim_feedforward, c.dropout, activation=c.activation,
+                                    batch_first=True, norm_first=c.norm_first, bias=c.bias,
+                                    positional=in_attention, fused=c.fused)
+            for _ in range(c.n_layer))
+        # pre-norm leaves the residual stream unnormalised: one LayerNorm after the last block
+        self.norm = LayerNorm(c.d_model, bias=c.bias) if c.norm_first else nn.Identity()
+        self.head = nn.Linear(c.d_model, c.vocab_size, bias=c.bias)                         # U (, b)
+        self._init_weights()
+        if c.tie_weights:
+            self.head.weight = self.embed.weight                                          # U = E^T, one parameter
+
+    def _init_weights(self) -> None:
+        residual_std = 0.02 / math.sqrt(2 * self.config.n_layer)
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
+        for block in self.blocks:
+            nn.init.normal_(block.self_attn.in_proj_weight, std=0.02)
+            if block.self_attn.in_proj_bias is not None:
+                nn.init.zeros_(block.self_attn.in_proj_bias)
+            nn.init.normal_(block.self_attn.out_proj.weight, std=residual_std)            # W^O writes to the stream
+            nn.init.normal_(block.linear2.weight, std=residual_std)                       # so does W_2
+
+    def num_parameters(self) -> int:
+        """Parameters actually held (a tied matrix once); equals ``config.num_parameters()``."""
+        return sum(p.numel() for p in self.parameters())
+
+    def new_cache(self) -> KVCache:
+        """An empty KV cache, one :class:`AttentionCache` per block."""
+        return KVCache.empty(self.config.n_layer)
+
+    def forward(self, ids: Tensor, *, cache: KVCache | None = None,
+                need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        check_ids(type(self).__name__, ids, None)
+        offset = self._check(ids, cache)
+        x = self.positional(self.embed(ids), offset)              # (B, T, d_model); learned/sinusoidal add P
+        x = self.dropout(x)
+        weights = []
+        for layer, block in enumerate(self.blocks):
+            x = block(x, is_causal=True, need_weights=need_weights, cache=None if cache is None else cache[layer])
+            if need_weights:
+                x, w = x
+                weights.append(w)                                 # (B, H, T, offset + T)
+        logits = self.head(self.norm(x))                          # (B, T, V)
+        return (logits, torch.stack(weights)) if need_weights else logits
+
+    def _check(self, ids: Tensor, cache: KVCache | None) -> int:
+        c, name = self.config, type(self).__name__
+        if ids.numel() == 0:
+            raise ValueError(f"{name} needs at least one sequence of at least one token, got ids of shape "
+                             f"{tuple(ids.shape)}")
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= c.vocab_size:
+            raise ValueError(f"{name}: ids must lie in 0 .. {c.vocab_size - 1} (vocab_size={c.vocab_size}), "
+                             f"got an id of {low if low < 0 else high}")
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache (from {name}.new_cache()) or None, got {type(cache).__name__}")
+        if cache is not None and len(cache) != c.n_layer:
+            raise ValueError(f"the cache has {len(cache)} layers but the model has n_layer={c.n_layer}")
+        offset = 0 if cache is None else cache.offset
+        if offset + ids.shape[1] > c.context:
+            where = f" after {offset} cached positions" if offset else ""
+            raise ValueError(f"{name} reads at most context={c.context} tokens, got {ids.shape[1]}{where}; "
+                             f"crop the input to its last {c.context - offset} tokens")
+        return offset
+
+    @torch.no_grad()
+    def generate(self, prompt: Tensor, n: int, *, temperature: float = 1.0, top_k: int | None = None,
+                 generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
+        """Continue ``prompt`` (ids ``(T,)`` or a batch ``(B, T)``, ``1 <= T <= context``) by ``n`` sampled ids.
+
+        Returns the prompt followed by its continuation, ``(T + n,)`` or ``(B, T + n)``. Sampling is
+        :func:`seqlab.decoding.sample_next` (``temperature=0``: greedy; ``top_k``: keep the k likeliest).
+        The model conditions on the last ``context`` tokens at most: beyond that, each step re-reads the
+        last ``context`` tokens without the cache (see the module docstring). Runs in eval mode.
+        """
+        c = self.config
+        if not isinstance(prompt, Tensor) or prompt.dim() not in (1, 2):
+            got = f"shape {tuple(prompt.shape)}" if isinstance(prompt, Tensor) else type(prompt).__name__
+            raise ValueError(f"prompt must be a 1-D tensor of ids (T,) or a batch (B, T), got {got}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n (the number of tokens to generate) must be an integer >= 0, got {n!r}")
+        if prompt.shape[-1] == 0:
+            raise ValueError("the prompt is empty: give at least one token to continue")
+        if prompt.shape[-1] > c.context:
+            raise ValueError(f"the prompt has {prompt.shape[-1]} tokens but the model reads at most "
+                             f"context={c.context}; pass its last {c.context} tokens (prompt[..., -{c.context}:])")
+        if top_k is not None and not 1 <= top_k <= c.vocab_size:
+            raise ValueError(f"top_k must be in 1..{c.vocab_size} (the vocabulary size), got {top_k}")
+        single = prompt.dim() == 1
+        seq = prompt.to(self.embed.weight.device)[None] if single else prompt.to(self.embed.weight.device)
+        check_ids(type(self).__name__, seq, None)
+        self._check(seq, None)                                    # id range, before any work
+        cache = self.new_cache() if use_cache else None
+        with evaluating(self):                                    # no dropout; the mode comes back after
+            for _ in range(n):
+                if cache is not None and seq.shape[1] <= c.context:
+                    logits = self(seq[:, cache.offset:], cache=cache)   # only the tokens not cached yet
+                else:                                              # no cache, or past the context: re-read
+                    logits = self(seq[:, -c.context:])
+                next_id = sample_next(logits[:, -1], temperature=temperature, top_k=top_k, generator=generator)
+                seq = torch.cat([seq, next_id[:, None]], dim=1)
+        return seq[0] if single else seq
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"context={c.context}, positional={c.positional!r}, norm_first={c.norm_first}, "
+                f"tie_weights={c.tie_weights}, fused={c.fused}")
