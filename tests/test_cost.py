@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqlab.cost import (SavedTensorMeter, attention_flops, attention_matrix_bytes, best_time, count_flops,
-                         count_recurrent_steps, cuda_peak_bytes, loglog_slope, recurrent_flops,
+                         count_ops, count_recurrent_steps, cuda_peak_bytes, loglog_slope, recurrent_flops,
                          recurrent_step_flops, saved_bytes, sequential_steps, time_interleaved)
 from seqlab.nn import GRU, LSTM, RNN, MultiheadAttention
 from seqlab.nn.self_attention import SelfAttention
@@ -67,6 +67,22 @@ def test_sequential_steps_counted_and_measured():
     assert "_step" not in vars(gru)                               # the class's step function is back
     bidirectional = LSTM(4, 6, bidirectional=True)
     assert count_recurrent_steps(bidirectional, torch.randn(9, 2, 4)) == 2 * 9    # one chain per direction
+
+
+def test_operations_grow_with_n_for_a_recurrent_layer_and_not_for_attention():
+    x = torch.randn(3, 4)
+    assert count_ops(lambda: torch.sigmoid(x @ x.T)) == 3                         # transpose, mm, sigmoid
+    torch.manual_seed(0)
+    gru, mha = GRU(8, 8), MultiheadAttention(8, 2)
+    ops = {}
+    with torch.no_grad():
+        for n in (4, 8, 16):
+            x = torch.randn(n, 1, 8)
+            ops[n, "gru"] = count_ops(lambda: gru(x))
+            ops[n, "attention"] = count_ops(lambda: mha(x, x, x, need_weights=False))
+    per_step = (ops[8, "gru"] - ops[4, "gru"]) // 4
+    assert per_step > 0 and ops[16, "gru"] - ops[8, "gru"] == 8 * per_step      # a fixed number per token
+    assert ops[4, "attention"] == ops[8, "attention"] == ops[16, "attention"]     # the same at any length
 
 
 def test_the_meter_counts_each_storage_once_and_leaves_out_the_excluded():

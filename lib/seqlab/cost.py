@@ -7,7 +7,8 @@ Three kinds of numbers, kept apart on purpose:
   what ``torch.utils.flop_counter`` counts: 2 per multiply-add of a matrix product; element-wise
   work (softmax, gates' sigmoids, scaling, biases) is not counted.
 - **Measurements that are still deterministic**: :func:`count_flops` (the FLOPs torch's counter
-  sees when a function runs), :func:`count_recurrent_steps` (how many times a recurrent layer calls
+  sees when a function runs), :func:`count_ops` (how many tensor operations it dispatches),
+  :func:`count_recurrent_steps` (how many times a recurrent layer calls
   its step function, each call waiting for the previous one's state) and :class:`SavedTensorMeter`
   / :func:`saved_bytes` (the bytes autograd keeps for the backward pass, read from
   ``torch.autograd.graph.saved_tensors_hooks``: every distinct storage counted once, exactly).
@@ -41,7 +42,7 @@ from torch import Tensor, nn
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}   # gate blocks stacked in W_ih / W_hh (torch's layout)
 
 __all__ = ["GATES", "SavedTensorMeter", "attention_flops", "attention_matrix_bytes", "best_time",
-           "count_flops", "count_recurrent_steps", "cuda_peak_bytes", "loglog_slope", "recurrent_flops",
+           "count_flops", "count_ops", "count_recurrent_steps", "cuda_peak_bytes", "loglog_slope", "recurrent_flops",
            "recurrent_step_flops", "saved_bytes", "sequential_steps", "time_interleaved"]
 
 
@@ -127,6 +128,28 @@ def count_flops(fn: Callable[[], Any]) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return int(counter.get_total_flops())
+
+
+def count_ops(fn: Callable[[], Any]) -> int:
+    """How many tensor operations torch dispatches while ``fn()`` runs (each matmul, sigmoid, chunk, ... once).
+
+    A recurrent layer dispatches a few operations per time step, so the count grows with ``n``;
+    self-attention dispatches the same operations at any length, each on bigger tensors. (Read
+    through ``torch.utils._python_dispatch.TorchDispatchMode``, the hook torch's own FLOP counter
+    is built on.)
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Counter(TorchDispatchMode):
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    with _Counter() as counter:
+        fn()
+    return counter.calls
 
 
 def count_recurrent_steps(layer: nn.Module, *inputs: Any, **kwargs: Any) -> int:
