@@ -537,3 +537,44 @@ def test_recurrent_layer_passes_extra_arguments_and_rejects_unknown_cells():
     assert recurrent_layer("rnn", 2, 4, nonlinearity="relu", bias=False).nonlinearity == "relu"
     with pytest.raises(ValueError, match=r"cell must be one of \('rnn', 'lstm', 'gru'\), got 'transformer'"):
         recurrent_layer("transformer", 2, 4)
+
+
+def test_fused_path_refuses_a_step_whose_cache_keys_differ_from_cache_names():
+    """The fused scan labels its cached tensors with ``cache_names``: a mismatch must fail, not mislabel."""
+    from seqlab.nn.lstm import lstm_step
+
+    def reordered_step(*args):
+        state, cache = lstm_step(*args)
+        return state, dict(reversed(list(cache.items())))
+
+    class ReorderedLSTM(LSTM):
+        def _step(self):
+            return reordered_step
+
+    model = ReorderedLSTM(3, 4)
+    with pytest.raises(RuntimeError, match=r"cache keys \('tanh_c', 'c', 'o', 'g', 'f', 'i'\) differ from the "
+                                           r"layer's cache_names \('i', 'f', 'g', 'o', 'c', 'tanh_c'\)"):
+        model(torch.randn(5, 2, 3))
+    model.fused = False                      # the plain loop labels by key, so any order works there
+    model(torch.randn(5, 2, 3))
+
+
+def test_lstm_backward_names_match_the_chain_rule():
+    """d_i, d_f, d_g, d_o from lstm_step_backward equal autograd's gradients of the pre-activations."""
+    from seqlab.nn.lstm import lstm_backward_prepare, lstm_step, lstm_step_backward
+
+    g = torch.Generator().manual_seed(0)
+    B, H = 3, 5
+    xw = torch.randn(B, 4 * H, generator=g, dtype=torch.float64, requires_grad=True)
+    h0, c0 = (torch.randn(B, H, generator=g, dtype=torch.float64) for _ in range(2))
+    W = torch.randn(4 * H, H, generator=g, dtype=torch.float64)
+    (h1, c1), cache = lstm_step(xw, (h0, c0), W)
+    dh, dc = torch.randn(B, H, generator=g, dtype=torch.float64), torch.randn(B, H, generator=g, dtype=torch.float64)
+    (h1 * dh + c1 * dc).sum().backward()
+    stacked = {k: v.detach()[None] for k, v in cache.items()}
+    prepared = {k: v[0] for k, v in lstm_backward_prepare(stacked, (torch.stack([h0, h1.detach()]),
+                                                                     torch.stack([c0, c1.detach()]))).items()}
+    d_gates, _, _ = lstm_step_backward((dh, dc), prepared, W)
+    d_i, d_f, d_g, d_o = d_gates.chunk(4, dim=1)
+    for name, mine, auto in zip("ifgo", (d_i, d_f, d_g, d_o), xw.grad.chunk(4, dim=1)):
+        assert torch.allclose(mine, auto, atol=1e-12), f"d_{name} differs from autograd"

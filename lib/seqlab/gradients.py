@@ -25,8 +25,9 @@ is below 1 (vanishing gradients) and can grow geometrically above 1 (exploding g
 
 This module holds the readable BPTT (:func:`rnn_forward`, :func:`bptt_step`, :func:`rnn_backward`)
 that notebook 03 writes out and checks against autograd, and the measurements built on it.
-``seqlab.nn.RNN`` runs the same backward step in its fused path (``seqlab.nn.rnn.rnn_step_backward``),
-batched over all steps for speed; this module keeps every quantity of the equations visible.
+``seqlab.nn.RNN`` runs the same backward step in its fused path (``seqlab.nn.rnn.rnn_step_backward``,
+whose docstring maps its torch-style names onto the symbols here), summing the weight gradients over
+all steps in one product for speed; this module keeps every quantity of the equations visible.
 
 Shapes (batch first within a step, time first across steps, as in ``torch.nn.RNN``):
 ``x`` ``(T, B, I)``, states ``(T+1, B, H)`` holding :math:`h_0 \dots h_T`, ``W_h`` ``(H, H)``,

@@ -152,13 +152,19 @@ class _FusedScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, xw, weight_hh, bias_hh, mask, fns, *state):  # type: ignore[override]
-        step, step_backward, prepare = fns
+        step, step_backward, prepare, cache_names, hh_grad_is_xw_grad = fns
         outputs, states, caches = _unroll(step, xw, state, weight_hh, bias_hh, mask)   # autograd is off here
         names = tuple(caches[0])
+        if names != cache_names:
+            # the caches come back as a tuple of tensors, labelled with cache_names by the caller: a
+            # different order would silently mislabel the trace on this path only
+            raise RuntimeError(f"the step function's cache keys {names} differ from the layer's "
+                               f"cache_names {cache_names}; keep them identical, in the same order")
         stacked_states = [torch.stack([s[k] for s in states]) for k in range(len(state))]  # (T+1, B, H)
         state = states[-1]
         stacked_caches = [torch.stack([c[name] for c in caches]) for name in names]        # (T, B, H)
         ctx.step_backward, ctx.prepare, ctx.names = step_backward, prepare, names
+        ctx.hh_grad_is_xw_grad = hh_grad_is_xw_grad
         ctx.n_state, ctx.has_bias = len(state), bias_hh is not None
         ctx.save_for_backward(weight_hh, mask, *stacked_states, *stacked_caches)
         ctx.mark_non_differentiable(*stacked_caches)
@@ -180,14 +186,18 @@ class _FusedScan(torch.autograd.Function):
             grad_h = grad_state[0] if grad_out is None else grad_state[0] + grad_out[t]
             grad_new = (grad_h, *grad_state[1:])
             if mask is not None:
-                keep = [torch.where(mask[t], 0.0, g) for g in grad_state]   # padded: passes straight back
+                # a padded step copies the state, s_t = s_{t-1}, and outputs 0: there dL/ds_{t-1} = dL/ds_t
+                # (kept aside, added back below) and the step itself gets no gradient (grad_new = 0)
+                keep = [torch.where(mask[t], 0.0, g) for g in grad_state]
                 grad_new = tuple(torch.where(mask[t], g, 0.0) for g in grad_new)
             cache_t = {name: tensor[t] for name, tensor in cache.items()}
             grad_xw[t], grad_hh[t], grad_state = ctx.step_backward(grad_new, cache_t, weight_hh)
             if mask is not None:
                 grad_state = tuple(g + k for g, k in zip(grad_state, keep))
         grad_xw_all = torch.stack(grad_xw)                                          # (T, B, G*H)
-        grad_hh_all = grad_xw_all if grad_hh[0] is grad_xw[0] else torch.stack(grad_hh)
+        # RNN and LSTM add W_ih x_t + b_ih and W_hh h_{t-1} + b_hh before any nonlinearity, so the two
+        # sums have the same gradient; the GRU's r_t multiplies W_hn h_{t-1} + b_hn, so its differ
+        grad_hh_all = grad_xw_all if ctx.hh_grad_is_xw_grad else torch.stack(grad_hh)
         h_prev = states[0][:-1]                                                     # (T, B, H)
         grad_weight_hh = grad_hh_all.flatten(0, 1).t() @ h_prev.flatten(0, 1)       # part 3: (G*H, H)
         grad_bias_hh = grad_hh_all.sum((0, 1)) if ctx.has_bias else None
@@ -503,7 +513,9 @@ class RecurrentBase(nn.Module):
         xw = F.linear(x, weight_ih, bias_ih)           # (T, B, G*H): W_ih x_t + b for every t at once
         if not self.fused:
             return _scan_reference(self._step(), xw, state, weight_hh, bias_hh, mask)
-        fns = (self._step(), self._step_backward(), self._prepare_backward())
+        # b_hh can be folded into the input projection exactly when W_hh h + b_hh enters additively,
+        # which is also when its gradient equals the input projection's (see _FusedScan.backward)
+        fns = (self._step(), self._step_backward(), self._prepare_backward(), self.cache_names, self.fold_hh_bias)
         out, *rest = _FusedScan.apply(xw, weight_hh, bias_hh, mask, fns, *state)
         n = len(state)
         return out, tuple(rest[:n]), dict(zip(self.cache_names, rest[n:]))

@@ -47,48 +47,67 @@ def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
     gates = torch.addmm(xw_t, h_prev, weight_hh.t())       # (B, 4H): xw_t + W_hh h_{t-1}, one fused call
     if bias_hh is not None:                                # (layers add b_hh to xw_t once instead)
         gates = gates + bias_hh
-    i_t, f_t, g_t, o_t = gates.chunk(4, dim=1)             # each (B, H), torch's order i|f|g|o
-    i_t = torch.sigmoid(i_t)                               # how much of the candidate to write
-    f_t = torch.sigmoid(f_t)                               # how much of the old cell to keep
-    g_t = torch.tanh(g_t)                                  # the candidate c~_t, in (-1, 1)
-    o_t = torch.sigmoid(o_t)                               # how much of the cell to show
-    c_t = f_t * c_prev + i_t * g_t                         # (B, H)
+    # sigma of all four quarters in one call (three of them are gates); the candidate's quarter is
+    # recomputed with tanh. Torch's order i|f|g|o.
+    i_t, f_t, _, o_t = torch.sigmoid(gates).chunk(4, dim=1)  # each (B, H)
+    g_t = torch.tanh(gates.chunk(4, dim=1)[2])             # the candidate c~_t, in (-1, 1)
+    # i: how much of the candidate to write; f: how much of the old cell to keep; o: how much to show
+    c_t = torch.addcmul(f_t * c_prev, i_t, g_t)            # (B, H): f * c_{t-1} + i * g
     tanh_c = torch.tanh(c_t)                               # kept: the backward pass needs it too
     h_t = o_t * tanh_c                                     # (B, H)
     return (h_t, c_t), {"i": i_t, "f": f_t, "g": g_t, "o": o_t, "c": c_t, "tanh_c": tanh_c}
 
 
 def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
-    """The parts of the LSTM's derivative that need no later step, for all ``t`` at once.
+    r"""The parts of the LSTM's derivative that need no later step, for all ``t`` at once.
 
+    Write :math:`d_x` for :math:`\partial L / \partial` (the pre-activation of gate ``x``), and
+    :math:`\delta h_t, \delta c_t` for the gradients arriving from step ``t+1`` (and from the output).
+    Reading the forward step backwards, with :math:`\sigma' = \sigma(1-\sigma)` and :math:`\tanh' = 1-\tanh^2`:
+
+    .. math::
+
+        dc_t &= \delta c_t + \delta h_t \, o_t (1 - \tanh^2 c_t)      && h_t = o_t \tanh c_t \\
+        d_i &= dc_t \; g_t \; i_t (1 - i_t)                          && c_t = f_t c_{t-1} + i_t g_t \\
+        d_f &= dc_t \; c_{t-1} \; f_t (1 - f_t) \\
+        d_g &= dc_t \; i_t \; (1 - g_t^2) \\
+        d_o &= \delta h_t \; \tanh c_t \; o_t (1 - o_t) \\
+        \delta h_{t-1} &= [d_i \, d_f \, d_g \, d_o] \, W_{hh}, \qquad \delta c_{t-1} = dc_t \, f_t
+
+    Every factor after :math:`dc_t` or :math:`\delta h_t` is known once the forward pass is done, so it
+    is computed here for all steps at once (a few large operations instead of many small ones):
+    ``dh_dc`` and ``di_dc, df_dc, dg_dc, do_dh``, each ``(T, B, H)``, plus ``f``.
     ``cache`` holds ``i, f, g, o, c, tanh_c`` as ``(T, B, H)``; ``states`` is ``(h, c)``, each
-    ``(T+1, B, H)`` with the initial state first. Returns what ``lstm_step_backward`` reads: ``f``,
-    ``dc_dh`` (how c_t moves h_t), and ``local`` ``(T, B, 4H)``, which multiplies
-    ``[dL/dc_t, dL/dc_t, dL/dc_t, dL/dh_t]`` to give dL/d(pre-activation gates).
+    ``(T+1, B, H)`` with the initial state first.
     """
     i, f, g, o, tanh_c = (cache[k] for k in ("i", "f", "g", "o", "tanh_c"))   # (T, B, H) each
     c_prev = states[1][:-1]                                                    # (T, B, H): c_{t-1}
-    dc_dh = o * (1 - tanh_c * tanh_c)                        # h_t = o_t tanh(c_t)
-    # Each gate's value times its own derivative (sigma' = s (1 - s), tanh' = 1 - g^2) times what
-    # it multiplies: c_t = f c_{t-1} + i g and h_t = o tanh(c_t).
-    local = torch.cat([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g), tanh_c * o * (1 - o)], dim=-1)
-    return {"dc_dh": dc_dh, "local": local, "f": f}
+    return {"dh_dc": o * (1 - tanh_c * tanh_c),      # how c_t moves h_t
+            "di_dc": g * i * (1 - i),                # how the input gate's pre-activation moves c_t
+            "df_dc": c_prev * f * (1 - f),           # ... the forget gate's
+            "dg_dc": i * (1 - g * g),                # ... the candidate's
+            "do_dh": tanh_c * o * (1 - o),           # how the output gate's pre-activation moves h_t
+            "f": f}
 
 
 def lstm_step_backward(grad_state: State, cache: dict[str, Tensor],
                        weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry the gradient one LSTM step back (derived by hand; see ``lstm_backward_prepare``).
+    """Carry the gradient one LSTM step back: the equations of ``lstm_backward_prepare``, at step ``t``.
 
-    ``grad_state`` is ``(dL/dh_t, dL/dc_t)``. Returns dL/d(pre-activation gates) ``(B, 4H)`` --
-    the gradient of both ``W_ih x_t + b_ih`` and ``W_hh h_{t-1} + b_hh`` -- and
-    ``(dL/dh_{t-1}, dL/dc_{t-1})``.
+    ``grad_state`` is ``(dL/dh_t, dL/dc_t)`` from later steps. Returns dL/d(pre-activation gates)
+    ``(B, 4H)`` -- the gradient of both ``W_ih x_t + b_ih`` and ``W_hh h_{t-1} + b_hh``, which are
+    added -- and ``(dL/dh_{t-1}, dL/dc_{t-1})``.
     """
     grad_h, grad_c = grad_state                                       # (B, H), (B, H)
-    grad_c = torch.addcmul(grad_c, grad_h, cache["dc_dh"])           # c_t reaches L directly and via h_t
-    grad_gates = torch.cat([grad_c, grad_c, grad_c, grad_h], dim=1) * cache["local"]   # (B, 4H)
-    grad_h_prev = grad_gates @ weight_hh                              # (B, H): back through W_hh h_{t-1}
-    grad_c_prev = grad_c * cache["f"]                                 # c_t = f_t c_{t-1} + ...
-    return grad_gates, grad_gates, (grad_h_prev, grad_c_prev)
+    d_c = torch.addcmul(grad_c, grad_h, cache["dh_dc"])              # c_t reaches L directly and via h_t
+    d_i = d_c * cache["di_dc"]                                        # (B, H) each
+    d_f = d_c * cache["df_dc"]
+    d_g = d_c * cache["dg_dc"]
+    d_o = grad_h * cache["do_dh"]
+    d_gates = torch.cat([d_i, d_f, d_g, d_o], dim=1)                  # (B, 4H), torch's order i|f|g|o
+    grad_h_prev = d_gates @ weight_hh                                 # (B, H): back through W_hh h_{t-1}
+    grad_c_prev = d_c * cache["f"]                                    # c_t = f_t c_{t-1} + ...
+    return d_gates, d_gates, (grad_h_prev, grad_c_prev)
 
 
 class LSTMCell(CellBase):

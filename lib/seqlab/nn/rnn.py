@@ -62,7 +62,13 @@ def rnn_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
 
 def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice) and ``(dL/dh_{t-1},)``."""
+    """Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice) and ``(dL/dh_{t-1},)``.
+
+    The same step as :func:`seqlab.gradients.bptt_step`, which notebook 03 writes out in the
+    lectures' notation: ``grad_h`` is its :math:`\bar h_t`, ``grad_a`` its :math:`\delta_t`, and
+    ``weight_hh`` its :math:`W_h`. Here the weight gradients are summed over all steps at once by
+    the caller (``seqlab.nn._recurrent._FusedScan``) instead of step by step.
+    """
     (grad_h,) = grad_state
     grad_a = grad_h * cache["deriv"]                        # (B, H)
     return grad_a, grad_a, (grad_a @ weight_hh,)            # a_t = ... + W_hh h_{t-1}
