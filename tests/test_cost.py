@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqlab.cost import (SavedTensorMeter, attention_flops, attention_matrix_bytes, best_time, count_flops,
-                         count_ops, count_recurrent_steps, cuda_peak_bytes, loglog_slope, recurrent_flops,
+                         count_ops, count_recurrent_steps, cuda_peak_bytes, decoder_flops, loglog_slope, recurrent_flops,
                          recurrent_step_flops, saved_bytes, sequential_steps, time_interleaved)
 from seqlab.nn import GRU, LSTM, RNN, MultiheadAttention
 from seqlab.nn.self_attention import SelfAttention
@@ -55,6 +55,26 @@ def test_attention_flops_are_what_torchs_counter_sees(n, d, heads):
         assert count_flops(lambda: head(x)) == attention_flops(n, d, batch=3, projections=3)
         _, weights = mha(x, x, x, average_attn_weights=False)
     assert weights.numel() * weights.element_size() == attention_matrix_bytes(n, heads=heads, batch=3)
+
+
+def test_decoder_flops_by_hand_and_on_seqlabs_gpt_with_and_without_the_kv_cache():
+    from seqlab.models import GPT, GPTConfig
+
+    # one layer, d = 4, d_ff = 16, vocab 10, 3 new tokens after 2 cached: 2 (4*3*16 + 2*3*4*16) + 4*3*5*4 + 2*3*4*10
+    assert decoder_flops(3, 2, d=4, layers=1, vocab=10) == 2 * (192 + 384) + 240 + 240
+    torch.manual_seed(0)
+    config = GPTConfig(vocab_size=20, context=40, d_model=16, n_layer=2, n_head=2, dim_feedforward=24)
+    model = GPT(config).eval()
+    ids = torch.randint(0, 20, (2, 40))
+    sizes = {"d": 16, "layers": 2, "vocab": 20, "d_ff": 24, "batch": 2}
+    with torch.no_grad():
+        assert count_flops(lambda: model(ids[:, :30])) == decoder_flops(30, **sizes)
+        cache = model.new_cache()
+        model(ids[:, :29], cache=cache)
+        assert count_flops(lambda: model(ids[:, 29:30], cache=cache)) == decoder_flops(1, 29, **sizes)
+        assert count_flops(lambda: model(ids[:, 30:33], cache=cache)) == decoder_flops(3, 30, **sizes)
+    with pytest.raises(ValueError, match="cached must be an int >= 0, got -1"):
+        decoder_flops(1, -1, d=4, layers=1, vocab=10)
 
 
 def test_sequential_steps_counted_and_measured():

@@ -3,7 +3,8 @@ r"""What a sequence layer costs, counted and measured: FLOPs, memory, sequential
 Three kinds of numbers, kept apart on purpose:
 
 - **Counts** (formulas, exact and machine-independent): :func:`recurrent_flops`,
-  :func:`attention_flops`, :func:`attention_matrix_bytes`, :func:`sequential_steps`. A FLOP here is
+  :func:`attention_flops`, :func:`decoder_flops` (a GPT's forward pass, with or without a KV cache),
+  :func:`attention_matrix_bytes`, :func:`sequential_steps`. A FLOP here is
   what ``torch.utils.flop_counter`` counts: 2 per multiply-add of a matrix product; element-wise
   work (softmax, gates' sigmoids, scaling, biases) is not counted.
 - **Measurements that are still deterministic**: :func:`count_flops` (the FLOPs torch's counter
@@ -42,7 +43,7 @@ from torch import Tensor, nn
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}   # gate blocks stacked in W_ih / W_hh (torch's layout)
 
 __all__ = ["GATES", "SavedTensorMeter", "attention_flops", "attention_matrix_bytes", "best_time",
-           "count_flops", "count_ops", "count_recurrent_steps", "cuda_peak_bytes", "loglog_slope", "recurrent_flops",
+           "count_flops", "count_ops", "count_recurrent_steps", "cuda_peak_bytes", "decoder_flops", "loglog_slope", "recurrent_flops",
            "recurrent_step_flops", "saved_bytes", "sequential_steps", "time_interleaved"]
 
 
@@ -92,6 +93,29 @@ def attention_flops(n: int, d: int, *, heads: int = 1, batch: int = 1, keys: int
         raise ValueError(f"heads must divide d (each head gets d / heads features), got d={d}, heads={heads}")
     m = n if keys is None else _positive_int("keys", keys)
     return 2 * batch * (projections * n * d * d + 2 * n * m * d)
+
+
+def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int, d_ff: int | None = None,
+                  batch: int = 1) -> int:
+    r"""FLOPs of one forward pass of a decoder-only Transformer (a GPT) over ``new`` tokens, ``cached`` earlier ones in its KV cache.
+
+    Per layer and new token: the four ``d x d`` attention projections and the feed-forward network's
+    two ``d x d_ff`` products (``d_ff`` defaults to ``4 d``); per layer, the scores and the weighted
+    sum of every new token against all ``m = cached + new`` keys, :math:`2 \cdot 2\, \text{new} \cdot m\, d`
+    (the causal mask hides some pairs, but the explicit path computes the whole rectangle); then the
+    output layer, ``d x vocab`` per new token. Generating token ``t`` costs
+    ``decoder_flops(t, d=...)`` without a cache (every earlier token re-read) and
+    ``decoder_flops(1, t - 1, d=...)`` with one.
+    """
+    _positive_int("new", new)
+    if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:
+        raise ValueError(f"cached must be an int >= 0, got {cached!r}")
+    for name, value in (("d", d), ("layers", layers), ("vocab", vocab), ("batch", batch)):
+        _positive_int(name, value)
+    d_ff = 4 * d if d_ff is None else _positive_int("d_ff", d_ff)
+    m = cached + new
+    per_layer = 2 * (4 * new * d * d + 2 * new * d * d_ff) + 2 * 2 * new * m * d
+    return batch * (layers * per_layer + 2 * new * d * vocab)
 
 
 def attention_matrix_bytes(n: int, *, heads: int = 1, batch: int = 1, keys: int | None = None,
