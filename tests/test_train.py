@@ -180,3 +180,43 @@ def test_charlm_generate_samples_in_eval_mode_and_gives_the_mode_back():
     with pytest.raises(ValueError, match="prompt must be a non-empty 1-D tensor"):
         model.generate(torch.tensor([], dtype=torch.long), 3)
     assert model.training
+
+
+def test_warmup_cosine_schedule_and_its_use_in_train():
+    from seqlab.train import warmup_cosine
+
+    schedule = warmup_cosine(warmup_steps=4, floor=0.1)
+    assert [schedule(step, 0.0) for step in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert schedule(10, 0.0) == 1.0 and schedule(10, 1.0) == pytest.approx(0.1)
+    assert schedule(10, 0.5) == pytest.approx(0.55)
+    with pytest.raises(ValueError, match="floor in"):
+        warmup_cosine(floor=2.0)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    seen = []
+    original_step = optimizer.step
+
+    def step_and_record(*args, **kwargs):
+        seen.append(optimizer.param_groups[0]["lr"])
+        return original_step(*args, **kwargs)
+
+    optimizer.step = step_and_record
+    batches = [(torch.randn(4, 3), torch.randn(4, 1))]
+    train(model, batches, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), optimizer=optimizer, max_steps=10,
+          progress=False, lr_schedule=warmup_cosine(warmup_steps=2, floor=0.0))
+    assert seen[:2] == [0.25, 0.5]                                    # warm-up: (step + 1) / 2 of 0.5
+    assert seen[2] == pytest.approx(0.5 * 0.5 * (1 + math.cos(math.pi * 0.2)))
+    assert seen[-1] == pytest.approx(0.5 * 0.5 * (1 + math.cos(math.pi * 0.9)))
+
+
+def test_eval_seconds_exclude_the_evaluations_and_the_clock_is_pluggable():
+    ticks = iter(range(1000))
+    model = torch.nn.Linear(3, 1)
+    batches = [(torch.randn(4, 3), torch.randn(4, 1))]
+    loss_fn = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()                     # noqa: E731
+    history = train(model, batches, loss_fn, max_steps=4, progress=False, eval_batches=batches, eval_every=2,
+                    clock=lambda: float(next(ticks)))
+    # a fake clock that ticks once per reading: start 0; evaluation 1 reads 1 and 2, evaluation 2 reads 3 and 4,
+    # so training before them took 1 and 3 - 1 (the first evaluation's tick excluded) = 2 ticks; the end reads 5
+    assert history.eval_steps == [2, 4] and history.eval_seconds == [1.0, 2.0] and history.seconds == 5.0

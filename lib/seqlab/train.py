@@ -55,6 +55,7 @@ class History:
     train_loss: list[float] = field(default_factory=list)
     eval_steps: list[int] = field(default_factory=list)
     eval_loss: list[float] = field(default_factory=list)
+    eval_seconds: list[float] = field(default_factory=list)   # training time before each evaluation (evals excluded)
     seconds: float = 0.0
     stopped_because: str = ""
 
@@ -163,13 +164,42 @@ def evaluate(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn =
     return Evaluation(loss=loss, perplexity=math.exp(min(loss, 700.0)), batches=count)
 
 
+# -- learning-rate schedules ---------------------------------------------------------------------
+LRSchedule = Callable[[int, float], float]   # (step, share of the budget spent) -> factor on the initial lr
+
+
+def warmup_cosine(warmup_steps: int = 0, floor: float = 0.0) -> LRSchedule:
+    r"""A linear warm-up over ``warmup_steps`` steps, then a cosine decay to ``floor`` at the end of the budget.
+
+    factor = (step + 1) / warmup_steps during the warm-up, then
+    :math:`\text{floor} + (1 - \text{floor}) \cdot \tfrac12 (1 + \cos \pi p)` with ``p`` the share of the
+    budget spent (0 -> 1): the full rate at first, ``floor`` times it at the end.
+    """
+    if warmup_steps < 0 or not 0.0 <= floor <= 1.0:
+        raise ValueError(f"warmup_steps must be >= 0 and floor in [0, 1], got {warmup_steps} and {floor}")
+
+    def schedule(step: int, progress: float) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * min(max(progress, 0.0), 1.0)))
+
+    return schedule
+
+
+def set_lr_factor(optimizer: torch.optim.Optimizer, factor: float) -> None:
+    """Set every parameter group's learning rate to ``factor`` times its initial one (remembered on first use)."""
+    for group in optimizer.param_groups:
+        group["lr"] = group.setdefault("initial_lr", group["lr"]) * factor
+
+
 # -- training ------------------------------------------------------------------------------------
 def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm_loss, *,
           optimizer: torch.optim.Optimizer | None = None, lr: float = 3e-3, max_steps: int | None = 1000,
           time_budget_s: float | None = None, clip_norm: float | None = 1.0,
           eval_batches: Iterable[Batch] | None = None, eval_every: int | None = None,
           eval_max_batches: int | None = 50, device: str | torch.device | None = None,
-          seed: int | None = None, progress: bool = True, description: str = "training") -> History:
+          seed: int | None = None, progress: bool = True, description: str = "training",
+          lr_schedule: LRSchedule | None = None, clock: Callable[[], float] = time.perf_counter) -> History:
     """Train ``model`` for at most ``max_steps`` steps or ``time_budget_s`` seconds.
 
     ``max_steps=None`` trains until the time budget is spent (which then must be given).
@@ -179,6 +209,13 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
     gradient norm (None: no clipping). With ``eval_batches`` and ``eval_every``, the loop
     evaluates every ``eval_every`` steps and at the end. ``seed`` seeds torch's generator for
     what happens during training (dropout); seed model creation and data order yourself.
+    ``lr_schedule(step, progress)`` (e.g. :func:`warmup_cosine`) multiplies every parameter group's
+    initial learning rate before each step; ``progress`` is the share of the budget spent so far
+    (steps, or seconds of ``time_budget_s``, whichever is further along), so a schedule can decay
+    to the end of a time budget as well as of a step budget.
+    ``clock`` measures the seconds (wall-clock by default; ``time.process_time`` with one thread
+    gives CPU-seconds, which other programs on the machine do not inflate). ``History.eval_seconds``
+    records the training time before each evaluation, the evaluations themselves excluded.
     """
     from tqdm.auto import tqdm
 
@@ -194,21 +231,26 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
     optimizer = optimizer if optimizer is not None else torch.optim.Adam(model.parameters(), lr=lr)
     history = History()
     model.train()
-    start = time.perf_counter()
+    start = clock()
+    eval_time = 0.0
     batch_iter = iter(batches)
     bar = tqdm(total=max_steps, desc=description, disable=not progress, leave=False)
 
     def run_eval(step: int) -> None:
+        nonlocal eval_time
         assert eval_batches is not None
+        began = clock()
+        history.eval_seconds.append(began - start - eval_time)
         result = evaluate(model, eval_batches, loss_fn, device=device, max_batches=eval_max_batches)
         history.eval_steps.append(step)
         history.eval_loss.append(result.loss)
+        eval_time += clock() - began
 
     step = 0
     history.stopped_because = "max_steps"
     try:
         while max_steps is None or step < max_steps:
-            if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
+            if time_budget_s is not None and clock() - start >= time_budget_s:
                 history.stopped_because = "time_budget_s"
                 break
             try:
@@ -227,6 +269,11 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
                                          "or clip gradients (clip_norm)")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if lr_schedule is not None:
+                progress = step / max_steps if max_steps is not None else 0.0
+                if time_budget_s is not None:
+                    progress = max(progress, (clock() - start) / time_budget_s)
+                set_lr_factor(optimizer, lr_schedule(step, min(progress, 1.0)))
             if clip_norm is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
             optimizer.step()
@@ -241,7 +288,7 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
             run_eval(step)
     finally:
         bar.close()
-        history.seconds = time.perf_counter() - start
+        history.seconds = clock() - start
     return history
 
 
