@@ -14,14 +14,49 @@ from exercise_helpers import failure_message
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda e, d: torch.softmax(e, -1), "divide the scores by sqrt(d_k)"),
-    (lambda e, d: torch.softmax(e / d, -1), "not by d_k itself"),
-    (lambda e, d: torch.softmax(e * math.sqrt(d), -1), "you multiplied"),
-    (lambda e, d: torch.exp(e / math.sqrt(d)) / torch.exp(e / math.sqrt(d)).sum(-1, keepdim=True), "overflowed"),
-    (lambda e, d: (e / math.sqrt(d)).tolist(), "return a torch.Tensor"),
+    (lambda Z, order: Z[order], "shuffles a second time"),
+    (lambda Z, order: Z.clone(), "still in the shuffled order"),
+    (lambda Z, order: Z.flip(0), "undoes only a reversal"),
+    (lambda Z, order: Z[:, :1], "should have shape"),
+    (lambda Z, order: Z.tolist(), "return a torch.Tensor"),
 ])
-def test_scaled_softmax_hints(wrong, hint):
-    assert hint in failure_message("scaled_softmax", wrong)
+def test_unshuffle_hints(wrong, hint):
+    assert hint in failure_message("unshuffle", wrong)
+
+
+def test_unshuffle_reference_undoes_a_shuffle_of_self_attentions_inputs():
+    """Shuffle the tokens, run a head, unshuffle its outputs: the head's outputs on the tokens in order."""
+    from seqlab.nn.self_attention import SelfAttention
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        head, x = SelfAttention(4, 4).double(), torch.randn(1, 6, 4, dtype=torch.float64)
+    order = torch.tensor([3, 5, 0, 1, 4, 2])
+    with torch.no_grad():
+        restored = EXERCISES["unshuffle"].reference(head(x[:, order])[0], order)
+        assert torch.allclose(restored, head(x)[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    ((4, 4), "Not all the work is n^2"),
+    ((4, 2), "the scores QK^T and the product A V"),
+    ((2, 2.8), "twice the rows and twice the columns"),
+    ((4, 8), "Add up the multiply-adds"),
+    (3.0, "put two numbers"),
+])
+def test_predict_growth_explains_the_measurement(prediction, hint):
+    message = failure_message("predict_growth", lambda: prediction)
+    assert hint in message
+
+
+def test_predict_growth_measures_the_cost_formulas():
+    from seqlab.exercises.nb09_self_attention import measure_growth
+
+    for d, n in ((64, 64), (16, 8)):
+        weights, flops = measure_growth(d, n)
+        cost = lambda m: 3 * m * d * d + 2 * m * m * d           # noqa: E731  multiply-adds of one head
+        assert weights == 4.0 and flops == pytest.approx(cost(2 * n) / cost(n))
+    assert check("predict_growth", lambda: (4, 2.8)) and check("predict_growth", lambda: [4.1, 2.7])
 
 
 @pytest.mark.parametrize("wrong, hint", [

@@ -48,7 +48,57 @@ def test_every_stage_draws_and_the_widget_redraws_on_each_control():
     before = stepper.live.image.value
     stepper.stage.value = 3
     stepper.causal.value = True
-    assert stepper.redraws == 3 and stepper.live.image.value != before and "masked" in stepper.stage_name.value
+    assert stepper.redraws == 3 and stepper.live.image.value != before and stepper.stage_name.value == "4/6: mask (causal)"
+    stepper.causal.value = False
+    assert stepper.stage_name.value == "4/6: mask (none)"
+
+
+def test_the_mask_panel_says_whether_anything_is_masked():
+    for causal, title in ((False, "no mask"), (True, "masked (causal)")):
+        steps = attention_steps(X, np.eye(2), np.eye(2), W_V, causal=causal)
+        for stage in (3, 4):
+            titles = [ax.get_title() for ax in draw_attention_stage(steps, stage).axes]
+            assert title in titles and not ({"no mask", "masked (causal)"} - {title}) & set(titles)
+
+
+@pytest.mark.parametrize("stage", range(len(STAGES)))
+def test_every_axis_is_named_and_square_matrices_are_query_by_key(stage):
+    steps = attention_steps(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"])
+    for ax in draw_attention_stage(steps, stage).axes:
+        assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
+        rows, cols = ax.images[0].get_array().shape
+        if rows == cols == 3 and [t.get_text() for t in ax.get_xticklabels()] == ["I", "like", "pizza"]:
+            assert (ax.get_ylabel(), ax.get_xlabel()) == ("query i", "key j")
+
+
+def _ink_rows(fig, text) -> int:
+    """Height in pixels of the dark ink of one drawn text (its capitals, for a label like 'I')."""
+    fig.canvas.draw()
+    box = text.get_window_extent()
+    pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3].mean(axis=2)          # (H, W), 0 = black
+    height = pixels.shape[0]
+    crop = pixels[int(height - box.y1):int(np.ceil(height - box.y0)), int(box.x0):int(np.ceil(box.x1))]
+    return int((crop < 128).any(axis=1).sum())
+
+
+@pytest.mark.parametrize("stage", range(len(STAGES)))
+def test_labels_read_on_a_1280x720_slide(stage):
+    """Token labels at least 10 px high as drawn (the figure is shown at its own pixel size), and the
+    picture fits beside the controls on a 1280 x 720 slide, also for a longer example."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    steps = attention_steps(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"])
+    fig = draw_attention_stage(steps, stage)
+    FigureCanvasAgg(fig)
+    label = next(t for t in fig.axes[0].get_yticklabels() + fig.axes[-1].get_yticklabels() if t.get_text() == "I")
+    assert _ink_rows(fig, label) >= 10
+    rng = np.random.default_rng(1)
+    bigger = attention_steps(rng.normal(size=(8, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 4)),
+                             rng.normal(size=(4, 4)), causal=True)
+    for steps in (steps, bigger):
+        drawn = draw_attention_stage(steps, stage)
+        width, height = drawn.get_size_inches() * drawn.dpi
+        assert width <= 1240 and height <= 560, (width, height)
 
 
 def test_errors_name_the_shapes():
@@ -66,4 +116,4 @@ def test_static_figure_is_the_stage_and_mask_the_stepper_was_made_with():
     stepper.causal.value = False
     static = stepper.static_figure()
     masked = static.axes[0]                          # stage 4: masked | softmax, causal: -inf above the diagonal
-    assert "−∞" in [t.get_text() for t in masked.texts] and masked.get_title() == "masked"
+    assert "−∞" in [t.get_text() for t in masked.texts] and masked.get_title() == "masked (causal)"

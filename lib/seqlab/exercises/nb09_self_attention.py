@@ -1,4 +1,5 @@
-"""Notebook 09 — self-attention: a scaled softmax, a causal mask, one head from scratch."""
+"""Notebook 09 — self-attention: undoing a shuffle, a causal mask, one head from scratch, and a prediction of
+how its cost grows with the length."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
 
 
 _randn, _shape_hint = randn64, tensor_hint
@@ -18,38 +19,38 @@ def _close(a: Any, b: Tensor) -> bool:
     return tensors_close(a, b, atol=1e-9)
 
 
-# -- 1. the scaled softmax --------------------------------------------------------------------------
-def _scaled_softmax(scores: Tensor, d_k: int) -> Tensor:
-    return torch.softmax(scores / math.sqrt(d_k), dim=-1)
+# -- 1. undo a shuffle: self-attention is permutation-equivariant -----------------------------------
+def _unshuffle(Z_shuffled: Tensor, order: Tensor) -> Tensor:
+    return Z_shuffled[torch.argsort(order)]           # row order[i] of the original sits at row i
 
 
-def _diagnose_scaled(args: tuple, got: Any, expected: Tensor) -> str | None:
+def _diagnose_unshuffle(args: tuple, got: Any, expected: Tensor) -> str | None:
+    Z_shuffled, order = args
     hint = _shape_hint(got, expected)
     if hint:
         return hint
-    scores, d_k = args
-    if torch.isnan(got).any():
-        return "exp overflowed: subtract each row's largest score before exp (the softmax does not change)."
-    if _close(got, torch.softmax(scores, dim=-1)):
-        return "divide the scores by sqrt(d_k) before the softmax."
-    if _close(got, torch.softmax(scores / d_k, dim=-1)):
-        return "divide by the square root of d_k, not by d_k itself."
-    if _close(got, torch.softmax(scores * math.sqrt(d_k), dim=-1)):
-        return "divide by sqrt(d_k); you multiplied."
-    return None
+    if _close(got, Z_shuffled[order]):
+        return ("that shuffles a second time: row i of Z_shuffled is token order[i]'s output, so it belongs at row "
+                "order[i]; the inverse permutation, torch.argsort(order), puts every row back.")
+    if _close(got, Z_shuffled):
+        return "the rows are still in the shuffled order: the outputs come out shuffled exactly as the inputs went in."
+    if _close(got, Z_shuffled.flip(0)):
+        return "reversing the rows undoes only a reversal; use the permutation itself (its inverse, torch.argsort(order))."
+    return f"{first_difference(got, expected)}."
 
 
 register(Exercise(
-    name="scaled_softmax",
-    signature="scaled_softmax(scores: Tensor (..., n), d_k: int) -> weights, softmax(scores / sqrt(d_k)) over the last dim",
-    reference=_scaled_softmax,
-    cases=[Case((torch.tensor([112.0, 96.0], dtype=torch.float64), 64), "'Thinking Machines': 112 and 96, d_k = 64"),
-           Case((torch.tensor([92.0, 124.0, 22.0, 8.0], dtype=torch.float64), 64), "92 / 124 / 22 / 8, d_k = 64"),
-           Case((_randn(3, 5, seed=0) * 3, 4), "three rows of five scores, d_k = 4"),
-           Case((torch.tensor([[9000.0, 8990.0]], dtype=torch.float64), 16), "very large scores")],
-    hint="torch.softmax(scores / math.sqrt(d_k), dim=-1), or exp of (scores / sqrt(d_k) minus the row's maximum), "
-         "divided by the row's sum.",
-    diagnose=_diagnose_scaled,
+    name="unshuffle",
+    signature="unshuffle(Z_shuffled: Tensor (n, d), order: LongTensor (n,)) -> Z (n, d), the outputs of the "
+              "unshuffled tokens",
+    reference=_unshuffle,
+    cases=[Case((_randn(3, 2, seed=10), torch.tensor([2, 0, 1])), "three tokens, order (2, 0, 1): a rotation"),
+           Case((_randn(5, 4, seed=11), torch.tensor([2, 0, 3, 1, 4])), "section 6's order (2, 0, 3, 1, 4)"),
+           Case((_randn(4, 3, seed=12), torch.tensor([1, 0, 3, 2])), "two swaps (a permutation that is its own inverse)"),
+           Case((_randn(6, 2, seed=13), torch.tensor([5, 4, 3, 2, 1, 0])), "a reversal")],
+    hint="row i of Z_shuffled is the output of token order[i]: Z = torch.empty_like(Z_shuffled); Z[order] = "
+         "Z_shuffled -- or Z_shuffled[torch.argsort(order)].",
+    diagnose=_diagnose_unshuffle,
     same=_close,
 ))
 
@@ -127,4 +128,79 @@ register(Exercise(
     hint="Q, K, V = X @ W_q, X @ W_k, X @ W_v; then softmax(Q @ K.T / sqrt(d_k), dim=-1) @ V.",
     diagnose=_diagnose_head,
     same=_close,
+))
+
+
+# -- 4. predict, then measure: what doubling n does to one head ------------------------------------------
+GROWTH_D, GROWTH_N = 64, 64        # a head of size d = 64; n doubles from 64 to 128
+GROWTH_TOLERANCE = 0.15
+
+
+def measure_growth(d: int = GROWTH_D, n: int = GROWTH_N) -> tuple[float, float]:
+    """Measured on seqlab's SelfAttention(d, d), one sequence: by what factor the number of attention
+    weights and the FLOPs of a forward pass (``torch.utils.flop_counter``) grow when ``n`` doubles."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from seqlab.nn.self_attention import SelfAttention
+
+    with torch.random.fork_rng(devices=[]):   # any weights will do; leave the student's generator alone
+        torch.manual_seed(0)
+        head = SelfAttention(d, d)
+        inputs = [torch.randn(1, length, d) for length in (n, 2 * n)]
+    weights, flops = [], []
+    with torch.no_grad():
+        for x in inputs:
+            with FlopCounterMode(display=False) as counter:
+                _, A = head(x, return_weights=True)
+            weights.append(A.numel())
+            flops.append(counter.get_total_flops())
+    return weights[1] / weights[0], flops[1] / flops[0]
+
+
+def _predict_growth() -> tuple[float, float]:
+    return measure_growth()
+
+
+def _as_pair(got: Any) -> tuple[float, float] | None:
+    try:
+        a, b = got
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        return float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+
+
+def _same_growth(got: Any, expected: tuple[float, float]) -> bool:
+    pair = _as_pair(got)
+    return pair is not None and all(abs(g - e) <= GROWTH_TOLERANCE for g, e in zip(pair, expected))
+
+
+def _diagnose_growth(args: tuple, got: Any, expected: tuple[float, float]) -> str | None:
+    pair = _as_pair(got)
+    if pair is None:
+        return "put two numbers in my_prediction: (growth of the attention weights, growth of the FLOPs), e.g. (3, 3)."
+    (weights, flops), (w_measured, f_measured) = pair, expected
+    told = f"measured x{w_measured:.2f} weights and x{f_measured:.2f} FLOPs; you predicted x{weights:g} and x{flops:g}"
+    if abs(weights - w_measured) > GROWTH_TOLERANCE:
+        return f"{told}. The weights form an n x n matrix: twice the rows and twice the columns."
+    if abs(flops - 4) < 0.3:
+        return (f"{told}. Not all the work is n^2: the projections X W_Q, X W_K, X W_V cost 3 n d^2 multiply-adds, "
+                f"linear in n, and at n = d = 64 they are 3/5 of the work; only QK^T and A V (2 n^2 d) quadruple: "
+                f"0.6 x 2 + 0.4 x 4 = 2.8.")
+    if abs(flops - 2) < 0.3:
+        return f"{told}. The projections double, but the scores QK^T and the product A V (n^2 d each) quadruple."
+    return (f"{told}. Add up the multiply-adds: 3 n d^2 for the projections and 2 n^2 d for QK^T and A V, at n = 64 "
+            f"and at n = 128, with d = 64.")
+
+
+register(Exercise(
+    name="predict_growth",
+    signature="(weights_factor, flops_factor): your prediction of how much the attention weights and the FLOPs of "
+              "one head (d = 64) grow when n doubles from 64 to 128 (checked against a measurement, +-0.15 each)",
+    reference=_predict_growth,
+    cases=[Case((), "one head of size 64, n = 64 -> 128: growth of the weights and of the FLOPs")],
+    hint="count: the weights are n x n; the FLOPs are 2 (3 n d^2 + 2 n^2 d).",
+    diagnose=_diagnose_growth,
+    same=_same_growth,
 ))

@@ -1,6 +1,6 @@
 r"""Worked-example stepper: self-attention one stage at a time, every number on screen.
 
-    Q, K, V  ->  scores Q K^T  ->  scaled by 1/sqrt(d_k)  ->  masked  ->  softmax A  ->  output A V
+    Q, K, V  ->  scores Q K^T  ->  scaled by 1/sqrt(d_k)  ->  mask (causal or none)  ->  softmax A  ->  output A V
 
 - **compute** -- :func:`attention_steps` runs the stages for a small example (numpy in, numpy
   out) and returns an :class:`AttentionSteps` holding every intermediate matrix.
@@ -24,7 +24,7 @@ from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.base import Widget, draw_matrix
 from seqlab.widgets.live import PNGFigure
 
-STAGES = ("Q, K, V", "scores", "scaled", "masked", "softmax", "output")
+STAGES = ("Q, K, V", "scores", "scaled", "mask", "softmax", "output")
 
 
 @dataclass(frozen=True)
@@ -69,47 +69,86 @@ def attention_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nda
     return AttentionSteps(tokens, X, Q, K, V, scores, scaled, masked, weights, weights @ V, causal)
 
 
+# sizes in points at FIGURE_DPI = 80: 14 pt is 15.6 px, capitals 11 px high -- legible on a
+# 1280 x 720 projector, where the picture is shown at its own pixel size
+LABEL_FONTSIZE = 14         # tokens, feature numbers, panel titles, axis names
+CELL_FONTSIZE = 13          # the number in each cell (11 when cells get small)
+CELL_INCHES = 0.62          # side of one matrix cell, shrunk to keep the figure within MAX_INCHES
+MAX_INCHES = (15.5, 6.5)    # 1240 x 520 px: the widget (controls + picture + status line) fits 1280 x 720
+PANEL_PAD_INCHES = 1.25     # per panel: the row labels and the axis name to its left, the gap between
+
+
+def mask_title(causal: bool) -> str:
+    """The masked scores' panel title: what, if anything, is masked."""
+    return "masked (causal)" if causal else "no mask"
+
+
 def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
-    """One stage (index into :data:`STAGES`) as annotated matrices; returns a new Figure."""
+    """One stage (index into :data:`STAGES`) as annotated matrices; returns a new Figure.
+
+    Every matrix has its axes named: rows are tokens (``query i`` in the ``n x n`` score and weight
+    matrices), columns are features or keys (``key j``). The figure fits a 1280 x 720 slide with
+    its labels at least 10 px high.
+    """
     if not 0 <= stage < len(STAGES):
         raise ValueError(f"stage must be in 0..{len(STAGES) - 1} ({', '.join(STAGES)}), got {stage}")
-    t = steps.tokens
+    t = list(steps.tokens)
     d_k = steps.Q.shape[1]
+    features = lambda M: [str(j + 1) for j in range(M.shape[1])]            # noqa: E731  feature columns 1, 2, ...
     lim = max(1.0, float(np.nanmax(np.abs(np.where(np.isfinite(steps.masked), steps.scores, 0)))))
-    panels: list[tuple] = []
+    square = dict(ylabel="query i", xlabel="key j")                       # the n x n matrices
+    tokens_by_feature = dict(ylabel="token", xlabel="feature")
+    masked = mask_title(steps.causal)
+    # one panel: (matrix, title, row labels, column labels, axis names)
     if stage == 0:
-        panels = [(steps.X, "X (one row per token)", t, None), (steps.Q, "Q = X W_Q", t, None),
-                  (steps.K, "K = X W_K", t, None), (steps.V, "V = X W_V", t, None)]
+        panels = [(steps.X, "X (one row per token)", t, features(steps.X), tokens_by_feature),
+                  (steps.Q, "Q = X W_Q", t, features(steps.Q), tokens_by_feature),
+                  (steps.K, "K = X W_K", t, features(steps.K), tokens_by_feature),
+                  (steps.V, "V = X W_V", t, features(steps.V), tokens_by_feature)]
         caption = "1. project every token three ways: a query, a key and a value"
     elif stage == 1:
-        panels = [(steps.Q, "Q", t, None), (steps.K.T, "Kᵀ", [f"d{i + 1}" for i in range(d_k)], list(t)),
-                  (steps.scores, "Q Kᵀ", t, list(t))]
+        panels = [(steps.Q, "Q", t, features(steps.Q), dict(ylabel="query i", xlabel="feature")),
+                  (steps.K.T, "Kᵀ", features(steps.Q), t, dict(ylabel="feature", xlabel="key j")),
+                  (steps.scores, "Q Kᵀ", t, t, square)]
         caption = "2. score every query against every key: row i, column j is q_i · k_j"
     elif stage == 2:
-        panels = [(steps.scores, "Q Kᵀ", t, list(t)), (steps.scaled, f"Q Kᵀ / √{d_k}", t, list(t))]
+        panels = [(steps.scores, "Q Kᵀ", t, t, square), (steps.scaled, f"Q Kᵀ / √{d_k}", t, t, square)]
         caption = f"3. divide by √d_k = √{d_k} = {math.sqrt(d_k):.3f}, so the softmax does not saturate as d_k grows"
     elif stage == 3:
-        panels = [(steps.scaled, "scaled", t, list(t)), (steps.masked, "masked", t, list(t))]
+        panels = [(steps.scaled, "scaled", t, t, square), (steps.masked, masked, t, t, square)]
         caption = ("4. causal mask: −∞ above the diagonal, token i may not read later tokens" if steps.causal
-                   else "4. no mask (tick 'causal' to hide later tokens from each query)")
+                   else "4. no mask: every query may read every key (tick 'causal' to hide later tokens)")
     elif stage == 4:
-        panels = [(steps.masked, "masked", t, list(t)), (steps.weights, "A = softmax(row by row)", t, list(t))]
+        panels = [(steps.masked, masked, t, t, square), (steps.weights, "A = softmax, row by row", t, t, square)]
         caption = "5. softmax along each row: no weight is negative and each row sums to 1"
     else:
-        panels = [(steps.weights, "A", t, list(t)), (steps.V, "V", t, None), (steps.Z, "Z = A V", t, None)]
+        panels = [(steps.weights, "A", t, t, square), (steps.V, "V", t, features(steps.V), tokens_by_feature),
+                  (steps.Z, "Z = A V", t, features(steps.Z), tokens_by_feature)]
         caption = "6. each output row is the weighted average of the value rows"
-    widths = [max(p[0].shape[1], 1.5) for p in panels]
-    fig = PNGFigure(figsize=(max(6.5, 0.95 * sum(widths) + 0.9 * len(panels)), 2.9), dpi=FIGURE_DPI,
-                    facecolor="white")                   # not pyplot's: redraws leak nothing
-    axes = fig.subplots(1, len(panels), gridspec_kw=dict(width_ratios=widths))
-    fig.subplots_adjust(left=0.06, right=0.99, top=0.78, bottom=0.08, wspace=0.35)   # before drawing: labels fit
-    for ax, (values, title, rows, cols) in zip(np.atleast_1d(axes), panels):
+    columns = [values.shape[1] for values, *_ in panels]
+    rows = max(values.shape[0] for values, *_ in panels)
+    pads = PANEL_PAD_INCHES * len(panels) + 0.3
+    cell = min(CELL_INCHES, (MAX_INCHES[0] - pads) / sum(columns), (MAX_INCHES[1] - 1.6) / rows)
+    content = pads + cell * sum(columns)                        # the panels, their labels and the gaps
+    caption_inches = 0.6 * LABEL_FONTSIZE * len(caption) / 72 + 0.4   # 0.6 em a character, generous
+    width, height = min(max(content, caption_inches), MAX_INCHES[0]), 1.6 + cell * rows
+    fig = PNGFigure(figsize=(width, height), dpi=FIGURE_DPI, facecolor="white")   # not pyplot's: redraws leak nothing
+    axes = fig.subplots(1, len(panels), gridspec_kw=dict(width_ratios=columns))
+    # margins in inches, turned into fractions before drawing (so the cells' sizes are known); a caption
+    # wider than the panels widens the figure on the right, the cells keep their size
+    fig.subplots_adjust(left=(PANEL_PAD_INCHES - 0.15) / width, right=(content - 0.3 + 0.15) / width,
+                        top=1 - 0.85 / height, bottom=0.75 / height,
+                        wspace=PANEL_PAD_INCHES / (cell * sum(columns) / len(panels)))
+    cell_fontsize = CELL_FONTSIZE if cell >= 0.55 else 11
+    for ax, (values, title, row_labels, col_labels, names) in zip(np.atleast_1d(axes), panels):
         is_weights = values is steps.weights
-        cols = cols if cols is not None else [str(j + 1) for j in range(values.shape[1])]   # feature columns 1, 2, ...
-        draw_matrix(ax, values, rows, cols, annotate=True, cmap="Oranges" if is_weights else "Blues",
-                    vmin=0.0 if is_weights else -lim, vmax=1.0 if is_weights else lim, fontsize=9)
-        ax.set_title(title, fontsize=10)
-    fig.suptitle(caption, fontsize=10, x=0.01, ha="left")
+        draw_matrix(ax, values, row_labels, col_labels, annotate=True, cmap="Oranges" if is_weights else "Blues",
+                    vmin=0.0 if is_weights else -lim, vmax=1.0 if is_weights else lim, fontsize=cell_fontsize,
+                    label_fontsize=LABEL_FONTSIZE)
+        ax.set_title(title, fontsize=LABEL_FONTSIZE)
+        ax.set_ylabel(names["ylabel"], fontsize=LABEL_FONTSIZE - 1, labelpad=2)
+        ax.set_xlabel(names["xlabel"], fontsize=LABEL_FONTSIZE - 1, labelpad=2)
+    fig.suptitle(caption, fontsize=LABEL_FONTSIZE, x=0.15 / width, y=1 - 0.1 / height, ha="left", va="top")
     return fig
 
 
@@ -128,15 +167,19 @@ class AttentionStepper(Widget):
         attention_steps(*self._inputs, tokens=tokens)             # check the inputs now, not at the first move
         self.stage = widgets.IntSlider(value=stage, min=0, max=len(STAGES) - 1, description="stage",
                                        continuous_update=True, readout=False)
-        self.stage_name = widgets.Label()
-        self.causal = widgets.Checkbox(value=causal, description="causal", indent=False)
+        # a fixed width wide enough for the longest name, and a gap before the checkbox: a label that
+        # sizes itself to its text runs into the checkbox when the text grows
+        self.stage_name = widgets.Label(layout=widgets.Layout(width="11em", margin="0 1.5em 0 0.5em"))
+        self.causal = widgets.Checkbox(value=causal, description="causal", indent=False,
+                                       layout=widgets.Layout(width="auto"))
         super().__init__({"stage": self.stage, "causal": self.causal}, rows=[["stage", self.stage_name, "causal"]])
 
     def steps(self, causal: bool) -> AttentionSteps:
         return attention_steps(*self._inputs, tokens=self.tokens, causal=causal)
 
     def update_text(self, stage: int, causal: bool) -> None:
-        self.stage_name.value = f"{stage + 1}/{len(STAGES)}: {STAGES[stage]}"
+        name = f"mask ({'causal' if causal else 'none'})" if STAGES[stage] == "mask" else STAGES[stage]
+        self.stage_name.value = f"{stage + 1}/{len(STAGES)}: {name}"
 
     def figure(self, stage: int, causal: bool) -> Figure:
         return draw_attention_stage(self.steps(causal), stage)
