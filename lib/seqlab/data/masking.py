@@ -36,7 +36,7 @@ import torch
 
 from seqlab.data.batching import IGNORE_INDEX, LMBatches
 
-__all__ = ["MaskedLMBatches", "MaskedTokens", "mask_tokens"]
+__all__ = ["MaskedLMBatches", "MaskedTokens", "apply_masking", "mask_tokens"]
 
 
 class MaskedTokens(NamedTuple):
@@ -70,13 +70,27 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, generator: tor
     how_draw = torch.rand(shape, generator=generator)                             # [MASK] / random / unchanged
     ordinary = torch.tensor([t for t in range(vocab_size) if t != mask_id and t not in specials], dtype=torch.long)
     random_tokens = ordinary[torch.randint(len(ordinary), shape, generator=generator)]   # (..., n)
+    eligible = None if not specials else ~torch.isin(ids.cpu(), torch.tensor(specials))
+    return apply_masking(ids, choose_draw.to(ids.device), how_draw.to(ids.device), random_tokens.to(ids.device),
+                         mask_id, p, eligible=None if eligible is None else eligible.to(ids.device),
+                         mask_share=mask_share, random_share=random_share)
 
-    eligible = torch.ones(shape, dtype=torch.bool) if not specials else ~torch.isin(ids.cpu(), torch.tensor(specials))
-    chosen = (choose_draw < p) & eligible                                         # the positions the loss is on
+
+def apply_masking(ids: torch.Tensor, choose_draw: torch.Tensor, how_draw: torch.Tensor, random_tokens: torch.Tensor,
+                  mask_id: int, p: float = 0.15, *, eligible: torch.Tensor | None = None, mask_share: float = 0.8,
+                  random_share: float = 0.1) -> MaskedTokens:
+    """The recipe given its random draws (all ``(..., n)`` like ``ids``); :func:`mask_tokens` draws them.
+
+    Position ``i`` is chosen when ``choose_draw[i] < p`` (and ``eligible[i]``, default everywhere);
+    a chosen position gets ``mask_id`` when ``how_draw[i] < mask_share``, ``random_tokens[i]`` when
+    ``mask_share <= how_draw[i] < mask_share + random_share``, and keeps its id otherwise.
+    """
+    chosen = choose_draw < p                                                      # the positions the loss is on
+    if eligible is not None:
+        chosen = chosen & eligible                                                # special tokens never are
     to_mask = chosen & (how_draw < mask_share)                                    # 80%: [MASK]
     to_random = chosen & (how_draw >= mask_share) & (how_draw < mask_share + random_share)   # 10%: a random token
     #                                                                               the other 10%: unchanged
-    chosen, to_mask, to_random, random_tokens = (t.to(ids.device) for t in (chosen, to_mask, to_random, random_tokens))
     inputs = torch.where(to_mask, torch.full_like(ids, mask_id), ids)
     inputs = torch.where(to_random, random_tokens, inputs)
     labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))

@@ -16,11 +16,25 @@ configuration: **post-norm** (:math:`x \leftarrow \mathrm{LN}(x + \mathrm{Sublay
 original Transformer), the FFN with the exact (erf) **GELU**,
 :math:`\mathrm{GELU}(x) = x\,\Phi(x)`, and LayerNorm's :math:`\epsilon = 10^{-12}`. Attention is
 bidirectional: every token reads every real token, left and right; padding is never read.
+(``BertConfig(causal=True)`` builds the same network with a causal mask, token :math:`i` reading
+only tokens :math:`\le i`: a left-to-right twin of the same size, for comparisons.)
 
 The optional *pooler* is BERT's: one dense layer with tanh on the [CLS] token's last hidden state,
 trained for next-sentence prediction. Sentence-embedding models such as all-MiniLM-L6-v2 do not
 use it: they average the last hidden states over the real tokens (see
 :mod:`seqlab.pretrained`).
+
+**Masked-language-model pre-training.** :class:`BertForMaskedLM` puts BERT's MLM head on the
+encoder: a dense layer, GELU and LayerNorm, then a read-out whose weight matrix *is* the word
+embedding matrix (tied, as in BERT), plus a bias per token:
+
+.. math::
+
+    \text{logits}_i = \mathrm{LN}\big(\mathrm{GELU}(X^{(N)}_i W_t + b_t)\big)\, E_{word}^\top + b_{out}
+    \qquad (B, n, V)
+
+It is trained on inputs corrupted by :func:`seqlab.data.masking.mask_tokens`, with the loss on the
+chosen positions only (their labels; the others are ``IGNORE_INDEX``).
 
 **Real weights.** :func:`convert_hf_state_dict` renames a Hugging Face ``BertModel`` state dict
 to this model's names (the query, key and value projections are concatenated into
@@ -39,6 +53,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.models._checks import check_ids
@@ -46,7 +61,7 @@ from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import padding_mask
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
-__all__ = ["BertConfig", "BertEncoder", "BertOutput", "convert_hf_state_dict", "load_hf_bert"]
+__all__ = ["BertConfig", "BertEncoder", "BertForMaskedLM", "BertOutput", "convert_hf_state_dict", "load_hf_bert"]
 
 
 @dataclass
@@ -64,6 +79,7 @@ class BertConfig:
     dropout: float = 0.1                # on embeddings, attention weights, sublayer outputs (training only)
     activation: str = "gelu"            # the exact erf GELU, as BERT's "gelu"
     pooler: bool = True                 # BERT's tanh dense layer on [CLS]
+    causal: bool = False                # True: token i reads only tokens <= i (a left-to-right twin, for comparisons)
 
     def __post_init__(self) -> None:
         if min(self.vocab_size, self.d_model, self.nhead, self.num_layers, self.dim_feedforward, self.max_len,
@@ -153,7 +169,8 @@ class BertEncoder(nn.Module):
         x = self.embed(input_ids, token_type_ids)                                     # X^(0): (B, n, d_model)
         hidden, weights = [x], []
         for layer in self.encoder.layers:                                            # X^(r) = EncoderLayer_r(X^(r-1))
-            out = layer(x, src_key_padding_mask=key_padding_mask, need_weights=need_weights)
+            out = layer(x, src_key_padding_mask=key_padding_mask, is_causal=self.config.causal,
+                        need_weights=need_weights)
             x, w = out if need_weights else (out, None)                               # w: (B, H, n, n)
             hidden.append(x)
             weights.append(w)
@@ -212,7 +229,67 @@ class BertEncoder(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        return f"layers={c.num_layers}, d_model={c.d_model}, nhead={c.nhead}, post-norm, activation={c.activation!r}"
+        causal = ", causal" if c.causal else ""
+        return (f"layers={c.num_layers}, d_model={c.d_model}, nhead={c.nhead}, post-norm, "
+                f"activation={c.activation!r}{causal}")
+
+
+class BertForMaskedLM(nn.Module):
+    r"""A :class:`BertEncoder` with BERT's masked-LM head: token ids ``(B, n)`` -> logits ``(B, n, V)``.
+
+    The head is :math:`\mathrm{LN}(\mathrm{GELU}(h W_t + b_t)) E_{word}^\top + b_{out}` on every
+    position; its output matrix is the encoder's word embedding matrix itself (one parameter,
+    trained from both ends: no copy is kept). The encoder is built without BERT's pooler (the MLM
+    does not use it). Weights start as BERT's do: normal with standard deviation
+    ``initializer_range`` (0.02), biases 0, LayerNorms 1 and 0.
+
+    ``forward`` takes :class:`BertEncoder`'s arguments and returns the logits; with
+    ``need_weights`` or ``output_hidden_states``, ``(logits, BertOutput)``. Trained with
+    ``seqlab.train.lm_loss`` on ``(inputs, labels)`` batches from
+    :class:`seqlab.data.masking.MaskedLMBatches` it is an MLM; ``BertConfig(causal=True)`` and
+    next-token ``(x, y)`` batches make the same network a left-to-right language model.
+    """
+
+    def __init__(self, config: BertConfig, *, initializer_range: float = 0.02):
+        super().__init__()
+        config = replace(config, pooler=False)
+        self.config = c = config
+        self.bert = BertEncoder(config)
+        self.transform = nn.Linear(c.d_model, c.d_model)                             # W_t, b_t
+        self.transform_norm = LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        self.output_bias = nn.Parameter(torch.zeros(c.vocab_size))                   # b_out; the matrix is E_word
+        self._init_weights(initializer_range)
+
+    @property
+    def output_weight(self) -> Tensor:
+        """The read-out's ``(V, d_model)`` matrix: the encoder's word embeddings (the same tensor)."""
+        return self.bert.word_embeddings.weight
+
+    def _init_weights(self, std: float) -> None:
+        for name, param in self.named_parameters():
+            if param.dim() >= 2:                      # embeddings, linear and q/k/v projection matrices
+                nn.init.normal_(param, mean=0.0, std=std)
+            elif name.endswith("bias"):               # every bias, output_bias included
+                nn.init.zeros_(param)
+            else:                                     # LayerNorm gains
+                nn.init.ones_(param)
+
+    def head(self, hidden: Tensor) -> Tensor:
+        """The MLM head on hidden states ``(..., d_model)`` -> logits ``(..., V)``."""
+        h = self.transform_norm(F.gelu(self.transform(hidden)))                       # (..., d_model)
+        return F.linear(h, self.output_weight, self.output_bias)                     # (..., V), tied to E_word
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
+                *, lengths: Tensor | Sequence[int] | None = None, need_weights: bool = False,
+                output_hidden_states: bool = False) -> Tensor | tuple[Tensor, BertOutput]:
+        out = self.bert(input_ids, attention_mask, token_type_ids, lengths=lengths, need_weights=need_weights,
+                        output_hidden_states=output_hidden_states)
+        if isinstance(out, Tensor):
+            return self.head(out)                                                     # (B, n, V)
+        return self.head(out.last_hidden_state), out
+
+    def extra_repr(self) -> str:
+        return f"vocab_size={self.config.vocab_size}, head tied to the word embeddings"
 
 
 # Hugging Face BertModel names -> ours, per layer ({} is the layer number). q, k, v are handled apart.
