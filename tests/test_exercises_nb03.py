@@ -93,7 +93,8 @@ def test_gradient_growth_measurement():
     assert m["tanh_low"] < m["tanh_high"], "a larger spectral radius, a larger gradient 50 steps back"
     assert abs(m["linear_factor"] - (1.1 / 0.9) ** 50) < 0.02 * (1.1 / 0.9) ** 50, "the linear part: (rho'/rho)^k"
     assert 10 < m["factor"] < m["linear_factor"] / 10, "tanh takes back much of the growth"
-    assert check("predict_gradient_growth", lambda: m["factor"] * 5) and check("predict_gradient_growth", lambda: m["factor"] / 5)
+    for within_ten_times in (m["factor"] * 5, m["factor"] / 5):
+        assert check("predict_gradient_growth", lambda: within_ten_times)
 
 
 @pytest.mark.parametrize("wrong, hint", [
