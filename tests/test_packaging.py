@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml  # a dependency of jupyter_events, so always present where JupyterLab is
 
 import course
@@ -79,7 +80,7 @@ def test_generated_data_files_are_what_the_code_makes():
 def test_lab_runs_as_root_and_passes_the_users_options(monkeypatch):
     monkeypatch.setattr(course.os, "geteuid", lambda: 0, raising=False)
     args = course.lab_arguments(["--no-browser", "--port", "8899"])
-    assert args[:2] == ["--notebook-dir", str(ROOT / "notebooks")]
+    assert args[:2] == ["--notebook-dir", str(ROOT / "work")]
     assert args[2:] == ["--allow-root", "--no-browser", "--port", "8899"]
     assert course.lab_arguments(["--allow-root"]).count("--allow-root") == 1
     monkeypatch.setattr(course.os, "geteuid", lambda: 1000, raising=False)
@@ -100,3 +101,64 @@ def test_lab_settings_overrides_name_real_jupyterlab_settings():
             prop = schema["properties"][key]
             allowed = [choice["const"] for choice in prop.get("oneOf", [])] or [value]
             assert value in allowed and isinstance(value, (str if prop["type"] == "string" else bool))
+
+
+def _course(tmp_path: Path, *names: str) -> Path:
+    course_dir = tmp_path / "notebooks"
+    course_dir.mkdir()
+    for name in names:
+        (course_dir / name).write_text(f'{{"course": "{name}"}}')
+    return course_dir
+
+
+def test_lab_copies_the_notebooks_into_work_and_never_overwrites_a_students_copy(tmp_path):
+    course_dir, work = _course(tmp_path, "00-start-here.ipynb", "01-why-sequences.ipynb"), tmp_path / "work"
+    assert course.sync_work_copies(course_dir, work) == (["00-start-here.ipynb", "01-why-sequences.ipynb"], [])
+    assert (work / "01-why-sequences.ipynb").read_text() == '{"course": "01-why-sequences.ipynb"}'
+    (work / "01-why-sequences.ipynb").write_text("the student's answers")
+    # a notebook added to the course later is copied; the student's edited copy stays as it is
+    (course_dir / "02-rnn.ipynb").write_text("new")
+    assert course.sync_work_copies(course_dir, work) == (["02-rnn.ipynb"], [])
+    assert (work / "01-why-sequences.ipynb").read_text() == "the student's answers"
+    # the course changes a notebook the student has a copy of: said, not overwritten
+    (course_dir / "01-why-sequences.ipynb").write_text("version 2")
+    assert course.sync_work_copies(course_dir, work) == ([], ["01-why-sequences.ipynb"])
+    assert (work / "01-why-sequences.ipynb").read_text() == "the student's answers"
+
+
+def test_reset_takes_the_courses_version_and_keeps_the_students_copy(tmp_path):
+    course_dir, work = _course(tmp_path, "04-lstm.ipynb", "05-gru.ipynb"), tmp_path / "work"
+    course.sync_work_copies(course_dir, work)
+    (work / "04-lstm.ipynb").write_text("the student's answers")
+    (course_dir / "04-lstm.ipynb").write_text("version 2")
+    kept = course.reset_work_copy("04", course_dir, work)
+    assert (work / "04-lstm.ipynb").read_text() == "version 2"
+    assert kept.parent == work / ".old" and kept.read_text() == "the student's answers"
+    assert course.sync_work_copies(course_dir, work) == ([], [])          # up to date again
+    assert course.reset_work_copy("05-gru.ipynb", course_dir, work).read_text() == '{"course": "05-gru.ipynb"}'
+    with pytest.raises(SystemExit, match="no single course notebook named '99'.*04-lstm, 05-gru"):
+        course.reset_work_copy("99", course_dir, work)
+
+
+def test_work_copies_are_ignored_by_git_and_find_the_courses_data_from_anywhere(tmp_path):
+    import subprocess
+    import sys
+
+    ignored = subprocess.run(["git", "check-ignore", "-q", "work/04-lstm.ipynb"], cwd=ROOT)
+    assert ignored.returncode == 0, "work/ must be git-ignored"
+    # a notebook in work/ runs with work/ as its directory: seqlab finds the data from its package
+    found = subprocess.run([sys.executable, "-c", "from seqlab.pretrained import checkpoint_dir; "
+                            "from seqlab.data import load_corpus; "
+                            "print(checkpoint_dir()); print(len(load_corpus('python-stdlib')))"],
+                           cwd=tmp_path, capture_output=True, text=True, check=True,
+                           env={k: v for k, v in __import__("os").environ.items() if k != "SEQLAB_CHECKPOINTS"})
+    checkpoints, characters = found.stdout.split()
+    assert Path(checkpoints) == ROOT / "data" / "checkpoints" and any(Path(checkpoints).iterdir())
+    assert int(characters) > 0
+
+
+def test_setup_removes_the_slideshow_that_cannot_draw_widgets():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "jupyterlab-slideshow==0.3.4" in project["dependencies"]
+    assert not any(r.startswith("jupyterlab-rise") for r in project["dependencies"])
+    assert course.RETIRED_PACKAGES == ["jupyterlab-rise"]

@@ -1,5 +1,5 @@
 """The course as a student and an instructor see it in JupyterLab: the equations render and the
-slideshow command (jupyterlab-rise) is there. Uses the fixtures of conftest.py."""
+slideshow command (jupyterlab-slideshow's deck:start) is there. Uses the fixtures of conftest.py."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ def test_equations_render_and_slides_are_available(browser, lab):
         broken = page.locator(".jp-MarkdownOutput mjx-merror, .jp-MarkdownOutput .MathJax_Error").count()
         assert broken == 0, f"{broken} equation(s) of {NOTEBOOK} failed to typeset"
         page.screenshot(path=ARTIFACTS / "01-why-sequences-equations.png")
-        assert page.evaluate("() => window.jupyterapp.commands.hasCommand('RISE:slideshow')"), \
-            "jupyterlab-rise's slideshow command is missing: is jupyterlab-rise installed and enabled?"
+        assert page.evaluate("() => window.jupyterapp.commands.hasCommand('deck:start')"), \
+            "jupyterlab-slideshow's deck:start command is missing: is jupyterlab-slideshow installed and enabled?"
+        assert not page.evaluate("() => window.jupyterapp.commands.hasCommand('RISE:slideshow')"), \
+            "jupyterlab-rise is installed: its slideshow cannot draw widgets (see README); the set-up removes it"
         # ipywidgets' manager (jupyterlab-manager 5.0.16) throws "reading 'kernel'" when a notebook
         # opens with no kernel; harmless (the widgets show "Loading widget..."), and not ours
         ours = [e for e in errors if not ("reading 'kernel'" in e and "jupyterlab-manager" in e)]
