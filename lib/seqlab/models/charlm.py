@@ -2,7 +2,7 @@
 
     e_t = E[x_t]                                   (B, T, d_emb)
     h_t = RNN / LSTM / GRU (e_t, h_{t-1})          (B, T, H)
-    p(x_{t+1} | x_{≤t}) = softmax(U h_t + b)       (B, T, V)
+    p(x_{t+1} | x_{≤t}) = softmax(W_y h_t + b_y)   (B, T, V)
 
 The recurrent part is seqlab's own from-scratch RNN, LSTM or GRU (``cell=``); pass
 ``reference=True`` to use torch.nn's twin instead, for comparisons.

@@ -4,7 +4,7 @@ Both models embed character ids, run seqlab's own RNN / LSTM / GRU (any depth, o
 directions, padded batches with ``lengths``), and apply a linear layer:
 
 - :class:`SequenceTagger` (many-to-many): a score vector for every position,
-  :math:`y_t = U\,[\overrightarrow{h}_t; \overleftarrow{h}_t] + b` (just :math:`U h_t + b` with one
+  :math:`y_t = W_y\,[\overrightarrow{h}_t; \overleftarrow{h}_t] + b_y` (just :math:`W_y h_t + b_y` with one
   direction), shape ``(B, T, num_tags)``.
 - :class:`SequenceClassifier` (many-to-one): one score vector per sequence from a summary of
   the top layer's outputs, ``readout=``

@@ -11,7 +11,7 @@ two bias vectors whose sum is :math:`b`:
 
 The same weights are used at every step (weight sharing), so a sequence of any length needs
 the same number of parameters. The output distribution of a language model,
-:math:`\mathrm{softmax}(U h_t + b_2)`, is a separate ``nn.Linear`` on top.
+:math:`\mathrm{softmax}(W_y h_t + b_y)`, is a separate ``nn.Linear`` on top.
 """
 
 from __future__ import annotations
