@@ -11,15 +11,78 @@ from seqlab.exercises import EXERCISES, check
 from exercise_helpers import failure_message
 
 
+def _inputs_unshifted(tgt_in, predictions, use_own):
+    return torch.where(use_own, predictions, tgt_in)
+
+
+def _inputs_replacing_bos(tgt_in, predictions, use_own):
+    inputs = EXERCISES["scheduled_inputs"].reference(tgt_in, predictions, use_own)
+    inputs[:, 0] = torch.where(use_own[:, 0], predictions[:, 0], inputs[:, 0])
+    return inputs
+
+
+def _inputs_inverted(tgt_in, predictions, use_own):
+    return EXERCISES["scheduled_inputs"].reference(tgt_in, predictions, ~use_own)
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda y, bos, eos: (list(y) + [eos], [bos] + list(y)), "the two are swapped"),
-    (lambda y, bos, eos: (list(y), list(y) + [eos]), "needs <bos> in front"),
-    (lambda y, bos, eos: ([bos] + list(y), list(y)), "needs <eos> at the end"),
-    (lambda y, bos, eos: ([bos] + list(y) + [eos], list(y) + [eos]), "the same length"),
-    (lambda y, bos, eos: [bos] + list(y), "return a pair"),
+    (_inputs_unshifted, "off by one step"),
+    (_inputs_replacing_bos, "column 0 must stay <bos>"),
+    (_inputs_inverted, "you read the true token there"),
+    (lambda tgt_in, predictions, use_own: tgt_in.clone(), "plain teacher forcing"),
+    (lambda tgt_in, predictions, use_own: tgt_in[:, 1:], "should have shape"),
+    (lambda tgt_in, predictions, use_own: tgt_in.tolist(), "return a torch.Tensor"),
 ])
-def test_teacher_forcing_pair_hints(wrong, hint):
-    assert hint in failure_message("teacher_forcing_pair", wrong)
+def test_scheduled_inputs_hints(wrong, hint):
+    assert hint in failure_message("scheduled_inputs", wrong)
+
+
+def test_scheduled_inputs_reference_is_what_free_running_decoding_reads():
+    """Free running, the decoder's logits are the teacher-forced logits of the inputs the exercise builds
+    from its own choices (use_own everywhere): the exercise's shift is the library's."""
+    from seqlab.data.pairs import PairBatches
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig, decode_feeding
+
+    g = torch.Generator().manual_seed(0)
+    pairs = [(torch.randint(3, 9, (5,), generator=g), torch.randint(3, 9, (4,), generator=g)) for _ in range(6)]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = Seq2Seq(Seq2SeqConfig(9, 9, hidden_size=8, embed_size=4)).eval()
+    src, src_lengths, tgt_in, _ = next(iter(PairBatches(pairs, 6, shuffle=False)))
+    with torch.no_grad():
+        free = decode_feeding(model, src, src_lengths, tgt_in, feed_own=1.0)
+        inputs = EXERCISES["scheduled_inputs"].reference(tgt_in, free.argmax(dim=-1), torch.ones_like(tgt_in, dtype=torch.bool))
+        assert torch.allclose(model(src, src_lengths, inputs), free, atol=1e-6)
+
+
+@pytest.fixture
+def measured_day_errors():
+    from seqlab.exercises import nb07_seq2seq
+
+    nb07_seq2seq.record_day_errors(0.0205, 0.0210, 0.0385)
+    yield
+    nb07_seq2seq.FREE_RUNNING_DAY._value = None          # other tests see the state of a fresh session
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    (0.021, "the teacher-forced rate"),
+    (0.07, "fewer errors than you thought"),
+    (0.002, "more errors than you thought"),
+    (4.0, "not a percentage"),
+    (None, "as a number"),
+])
+def test_predict_day_error_judges_the_prediction_against_the_measurement(measured_day_errors, prediction, hint):
+    assert hint in failure_message("predict_day_error", lambda: prediction)
+    assert "3.85%" in failure_message("predict_day_error", lambda: prediction) or prediction in (4.0, None)
+
+
+def test_predict_day_error_accepts_within_one_point(measured_day_errors):
+    assert check("predict_day_error", lambda: 0.045) and check("predict_day_error", lambda: 0.03)
+    assert not check("predict_day_error", lambda: 0.0499)
+
+
+def test_predict_day_error_before_the_measurement_says_what_to_run():
+    assert "nothing measured yet: run section 7" in failure_message("predict_day_error", lambda: 0.04)
 
 
 @pytest.mark.parametrize("wrong, hint", [

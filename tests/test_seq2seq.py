@@ -13,7 +13,8 @@ from seqlab.data import make_dates
 from seqlab.data.pairs import PAIR_SPECIALS, PairBatches, pair_vocabs, teacher_forcing
 from seqlab.data.batching import IGNORE_INDEX
 from seqlab.decoding import Hypothesis, beam_search
-from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig, seq2seq_loss
+from seqlab.models.seq2seq import (ScheduledSampling, Seq2Seq, Seq2SeqConfig, decode_feeding, error_by_position,
+                                   linear_schedule, seq2seq_loss, wrong_by_position)
 from seqlab.train import train
 
 # -- data -----------------------------------------------------------------------------------------
@@ -210,3 +211,87 @@ def test_model_errors_are_clear(dates):
         model.beam(torch.ones(1, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"seq2seq_loss expects batches \(src, src_lengths, tgt_in, tgt_out\)"):
         seq2seq_loss(model, (torch.ones(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.long)))
+
+
+# -- exposure bias: decoding that feeds the decoder its own choices, and scheduled sampling ------------
+
+@pytest.mark.parametrize("attention", [None, "dot"])
+def test_decode_feeding_is_teacher_forcing_at_0_and_greedy_decoding_at_1(dates, attention):
+    _, source, target, encoded = dates
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(len(source), len(target), hidden_size=16, embed_size=8, attention=attention)).eval()
+    src, src_lengths, tgt_in, tgt_out = next(iter(PairBatches(encoded[:12], 12, shuffle=False)))
+    with torch.no_grad():
+        assert torch.allclose(decode_feeding(model, src, src_lengths, tgt_in, feed_own=0.0),
+                              model(src, src_lengths, tgt_in), atol=1e-6)
+        own = decode_feeding(model, src, src_lengths, tgt_in, feed_own=1.0).argmax(dim=-1)     # (B, T)
+        greedy = model.greedy(src, src_lengths, max_len=tgt_in.shape[1])
+    for row, written in zip(own, greedy):       # the same tokens up to greedy's <eos> (greedy cuts it off)
+        assert torch.equal(row[:len(written)], written)
+
+
+def test_wrong_by_position_counts_each_pair_at_its_own_positions():
+    # a "model" whose decoder always writes token 3: right exactly where the target holds a 3
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(6, 6, hidden_size=4, embed_size=2))
+    with torch.no_grad():
+        model.decoder.head.weight.zero_()
+        model.decoder.head.bias.copy_(torch.tensor([0.0, 0.0, 0.0, 5.0, 0.0, 0.0]))
+    pairs = [(torch.tensor([4, 5]), torch.tensor([3, 4, 3])), (torch.tensor([5]), torch.tensor([3]))]
+    for free_running in (False, True):
+        wrong, real = wrong_by_position(model, pairs, free_running=free_running)
+        assert real.tolist() == [[True] * 4, [True, True, False, False]]
+        assert wrong.tolist() == [[False, True, False, True], [False, True, False, False]]   # <eos> is never a 3
+        assert error_by_position(model, pairs, free_running=free_running).tolist() == [0.0, 1.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match="at least one"):
+        wrong_by_position(model, [], free_running=True)
+
+
+def test_scheduled_sampling_loss_follows_its_schedule_and_its_own_generator(dates):
+    _, source, target, encoded = dates
+    batch = next(iter(PairBatches(encoded[:16], 16, shuffle=False)))
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(len(source), len(target), hidden_size=16, embed_size=8))
+    never = ScheduledSampling(lambda step: 0.0)
+    assert never(model, batch).item() == pytest.approx(seq2seq_loss(model, batch).item(), abs=1e-6)
+    ramp = linear_schedule(0.5, 4)
+    assert [ramp(step) for step in (0, 2, 4, 9)] == [0.0, 0.25, 0.5, 0.5]
+    state = torch.get_rng_state()
+    losses = []
+    for _ in range(2):                                  # the same seed draws the same inputs
+        loss_fn = ScheduledSampling(lambda step: 0.5, seed=3)
+        losses.append([loss_fn(model, batch).item() for _ in range(3)])
+        assert loss_fn.calls == 3 and loss_fn.probabilities == [0.5] * 3
+    assert losses[0] == losses[1] and len(set(losses[0])) > 1    # and different draws at each call
+    assert torch.equal(state, torch.get_rng_state())               # torch's global generator untouched
+    always = ScheduledSampling(lambda step: 1.0)
+    with torch.no_grad():
+        free = decode_feeding(model, batch[0], batch[1], batch[2], feed_own=1.0)
+    expected = F.cross_entropy(free.reshape(-1, free.shape[-1]), batch[3].reshape(-1), ignore_index=IGNORE_INDEX)
+    assert always(model, batch).item() == pytest.approx(expected.item(), abs=1e-6)
+    model.eval()                                        # evaluation: teacher forcing, and no step counted
+    assert always(model, batch).item() == pytest.approx(seq2seq_loss(model, batch).item(), abs=1e-6)
+    assert always.calls == 1
+
+
+def test_scheduled_sampling_trains_and_errors_are_clear(dates):
+    _, source, target, encoded = dates
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(len(source), len(target), hidden_size=16, embed_size=8))
+    loss_fn = ScheduledSampling(linear_schedule(0.25, 20))
+    history = train(model, PairBatches(encoded, 32, seed=0), loss_fn, max_steps=30, lr=1e-2, progress=False, seed=0)
+    assert loss_fn.calls == 30 and loss_fn.probabilities[-1] == 0.25 and loss_fn.probabilities[0] == 0.0
+    assert np_mean(history.train_loss[-5:]) < history.train_loss[0]
+    src, src_lengths, tgt_in, _ = next(iter(PairBatches(encoded[:2], 2, shuffle=False)))
+    with pytest.raises(ValueError, match=r"feed_own is a probability, in \[0, 1\]; got 1.5"):
+        decode_feeding(model, src, src_lengths, tgt_in, feed_own=1.5)
+    with pytest.raises(ValueError, match="same number of sequences, got 2 and 1"):
+        decode_feeding(model, src, src_lengths, tgt_in[:1], feed_own=0.5)
+    with pytest.raises(ValueError, match="final is a probability"):
+        linear_schedule(2.0, 10)
+    with pytest.raises(ValueError, match="ScheduledSampling expects batches"):
+        loss_fn(model, (src, src_lengths))
+
+
+def np_mean(values):
+    return sum(values) / len(values)

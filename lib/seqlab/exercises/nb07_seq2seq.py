@@ -1,4 +1,5 @@
-"""Notebook 07 — encoder-decoder: teacher forcing, the log-probability of an output, one beam step."""
+"""Notebook 07 — encoder-decoder: scheduled sampling's inputs, the log-probability of an output, one beam step,
+and a prediction about exposure bias (judged against the notebook's own measurement)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, register
+from seqlab.exercises._core import Case, Exercise, first_difference, register, tensor_hint
+from seqlab.exercises._measured import Measurement
 
 BOS, EOS = 1, 2
 
@@ -17,38 +19,48 @@ def _log_probs(T: int, V: int, seed: int) -> Tensor:
     return torch.log_softmax(2 * torch.randn(T, V, generator=g, dtype=torch.float64), dim=-1)
 
 
-# -- 1. teacher forcing -----------------------------------------------------------------------------
-def _teacher_forcing_pair(target: list[int], bos: int, eos: int) -> tuple[list[int], list[int]]:
-    return [bos] + list(target), list(target) + [eos]
+# -- 1. the decoder's inputs under scheduled sampling ----------------------------------------------
+def _scheduled_inputs(tgt_in: Tensor, predictions: Tensor, use_own: Tensor) -> Tensor:
+    inputs = tgt_in.clone()
+    inputs[:, 1:] = torch.where(use_own[:, 1:], predictions[:, :-1], tgt_in[:, 1:])   # step t reads choice t-1
+    return inputs
 
 
-def _diagnose_pair(args: tuple, got: Any, expected: tuple) -> str | None:
-    target, bos, eos = args
-    if not (isinstance(got, tuple) and len(got) == 2):
-        return "return a pair (decoder_input, decoder_output), two lists."
-    decoder_in, decoder_out = (list(x) for x in got)
-    if (decoder_in, decoder_out) == (expected[1], expected[0]):
-        return "the two are swapped: the decoder *reads* <bos> + target and must *write* target + <eos>."
-    if decoder_in == list(target):
-        return "the decoder input needs <bos> in front: at the first step there is no previous target token."
-    if decoder_out == list(target):
-        return "the decoder output needs <eos> at the end, or the model never learns when to stop."
-    if len(decoder_in) != len(decoder_out):
-        return "input and output must have the same length, len(target) + 1: step t reads y_{t-1} and predicts y_t."
-    return None
+def _diagnose_inputs(args: tuple, got: Any, expected: Tensor) -> str | None:
+    tgt_in, predictions, use_own = args
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    if torch.equal(got[:, 1:], expected[:, 1:]) and not torch.equal(got[:, 0], tgt_in[:, 0]):
+        return "column 0 must stay <bos> whatever use_own says: at the first step there is no earlier choice to read."
+    if torch.equal(got, torch.where(use_own, predictions, tgt_in)) or \
+            torch.equal(got[:, 1:], torch.where(use_own[:, 1:], predictions[:, 1:], tgt_in[:, 1:])):
+        return ("off by one step: predictions[:, t] is the choice made *at* step t, a guess at the token after "
+                "tgt_in[:, t]; step t reads the choice made one step earlier, predictions[:, t - 1].")
+    if torch.equal(got, tgt_in):
+        return "that is plain teacher forcing: where use_own is True, put the model's own previous choice instead."
+    if torch.equal(got[:, 1:], torch.where(~use_own[:, 1:], predictions[:, :-1], tgt_in[:, 1:])):
+        return "use_own is True where the decoder reads its *own* choice; you read the true token there."
+    return f"{first_difference(got, expected)}."
 
 
 register(Exercise(
-    name="teacher_forcing_pair",
-    signature="teacher_forcing_pair(target: list[int], bos: int, eos: int) -> (decoder_input, decoder_output)",
-    reference=_teacher_forcing_pair,
-    cases=[Case(([7, 8, 9], BOS, EOS), "a target of three tokens"),
-           Case(([5], BOS, EOS), "a target of one token"),
-           Case(([4, 4, 6, 5], 10, 11), "other ids for <bos> and <eos>")],
-    hint="decoder_input = [bos] + target, decoder_output = target + [eos].",
-    diagnose=_diagnose_pair,
-    same=lambda got, expected: isinstance(got, tuple) and len(got) == 2 and
-    (list(got[0]), list(got[1])) == (list(expected[0]), list(expected[1])),
+    name="scheduled_inputs",
+    signature="scheduled_inputs(tgt_in: LongTensor (B, T), predictions: LongTensor (B, T), use_own: BoolTensor "
+              "(B, T)) -> the decoder's input (B, T)",
+    reference=_scheduled_inputs,
+    cases=[Case((torch.tensor([[1, 5, 6, 7]]), torch.tensor([[5, 9, 4, 2]]), torch.tensor([[False, False, True, False]])),
+                "one target, the model's own choice read at step 2 only"),
+           Case((torch.tensor([[1, 5, 6, 7], [1, 8, 8, 9]]), torch.tensor([[4, 6, 3, 2], [8, 3, 9, 2]]),
+                 torch.tensor([[True, True, True, True], [True, False, True, False]])),
+                "two targets, use_own True at step 0 too (which must still read <bos>)"),
+           Case((torch.tensor([[1, 3, 4, 5, 6]] * 3), torch.tensor([[3, 4, 4, 6, 2], [7, 7, 7, 7, 7], [3, 4, 5, 6, 2]]),
+                 torch.tensor([[False] * 5, [False, True, False, True, True], [True] * 5])),
+                "three rows: never, sometimes, always the model's own choice")],
+    hint="keep column 0 (<bos>); for t >= 1 take predictions[:, t - 1] where use_own[:, t] is True, else "
+         "tgt_in[:, t] (torch.where on the columns 1: and :-1).",
+    diagnose=_diagnose_inputs,
+    same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape and torch.equal(got, expected),
 ))
 
 
@@ -143,4 +155,61 @@ register(Exercise(
          "(.topk), and turn each flat index i into (i // V, i % V).",
     diagnose=_diagnose_beam,
     same=_same_triples,
+))
+
+
+# -- 4. predict, then measure: the day's second digit, free running ----------------------------------
+FREE_RUNNING_DAY = Measurement("the date translator's error on the day's digits",
+                               "section 7's cell that measures the errors free running (exposure_errors)")
+TOLERANCE = 0.01          # one percentage point
+
+
+def record_day_errors(tens_teacher_forced: float, units_teacher_forced: float, units_free_running: float) -> None:
+    """The notebook's measurement (shares of the test dates, 0..1): the day's two digits teacher-forced, and
+    the second digit free running."""
+    FREE_RUNNING_DAY.record({"tens_teacher_forced": float(tens_teacher_forced),
+                             "units_teacher_forced": float(units_teacher_forced),
+                             "units_free_running": float(units_free_running)})
+
+
+def _predict_units_free_running() -> float | None:
+    measured = FREE_RUNNING_DAY._value
+    return None if measured is None else measured["units_free_running"]
+
+
+def _same_prediction(got: Any, expected: float | None) -> bool:
+    if expected is None:                    # nothing measured (the test suite runs the reference alone)
+        return got is None
+    return isinstance(got, (int, float)) and not isinstance(got, bool) and abs(float(got) - expected) <= TOLERANCE
+
+
+def _diagnose_prediction(args: tuple, got: Any, expected: float | None) -> str | None:
+    if expected is None:
+        return f"nothing measured yet: run {FREE_RUNNING_DAY.where}, then check your prediction again."
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return f"put your prediction in my_prediction as a number (a share such as 0.03), not a {type(got).__name__}."
+    got, measured = float(got), FREE_RUNNING_DAY.get()
+    tens, units = measured["tens_teacher_forced"], measured["units_teacher_forced"]
+    if got > 1:
+        return f"give a share between 0 and 1 (0.03 for 3%), not a percentage: you wrote {got:g}."
+    if abs(got - units) <= TOLERANCE / 2:
+        return (f"measured {expected:.2%}, you predicted {got:.2%}, the teacher-forced rate. Free running, a wrong "
+                f"first digit is fed back, and the second digit is written to fit it: most dates whose first digit "
+                f"goes wrong ({tens:.2%}) get a wrong second digit too, on top of the {units:.2%} it gets wrong anyway.")
+    direction = "more" if expected > got else "fewer"
+    return (f"measured {expected:.2%}, you predicted {got:.2%}: {direction} errors than you thought. Teacher-forced "
+            f"the digits are wrong {tens:.2%} and {units:.2%} of the time; free running, the second digit follows "
+            f"the first one written, right or wrong, so the two error rates roughly add up.")
+
+
+register(Exercise(
+    name="predict_day_error",
+    signature="a number: your prediction of the share of test dates whose day has a wrong second digit when the "
+              "decoder reads its own outputs (checked against the notebook's measurement, +-0.01)",
+    reference=_predict_units_free_running,
+    cases=[Case((), "the date translator, free running: the error rate of the day's second digit")],
+    hint="teacher-forced, each digit is wrong about 2% of the time; free running, a wrong first digit drags "
+         "the second one with it.",
+    diagnose=_diagnose_prediction,
+    same=_same_prediction,
 ))

@@ -13,7 +13,7 @@ step reading the token before it (:math:`y_0` = ``<bos>``):
 
 .. math::
 
-    s_t = g(s_{t-1}, y_{t-1}), \qquad p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W s_t + b)
+    s_t = g(s_{t-1}, y_{t-1}), \qquad p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_y s_t + b_y)
 
 and stops when it writes ``<eos>``. With ``attention=`` (notebook 8) the decoder also looks back at
 every encoder state: it scores each :math:`h_j` against :math:`s_t`
@@ -24,11 +24,18 @@ the same idea wired differently). Training feeds the *true* previous token (teac
 :class:`~seqlab.data.pairs.PairBatches`); decoding feeds its own choices, greedily
 (:meth:`Seq2Seq.greedy`) or with :func:`~seqlab.decoding.beam_search` (:meth:`Seq2Seq.beam`).
 ``f`` and ``g`` are seqlab's own from-scratch GRU, LSTM or RNN layers.
+
+Teacher forcing trains the decoder only on true prefixes, but decoding feeds it its own, possibly
+wrong, outputs: the *exposure bias* (the lectures' "prediction drift"). :func:`error_by_position`
+measures it (each output position's error rate, teacher-forced against free-running), and
+:class:`ScheduledSampling` is one remedy (Bengio et al., 2015): a training loss that feeds the
+decoder its own previous prediction instead of the true token with a probability that rises
+over training (:func:`linear_schedule`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import torch
@@ -36,12 +43,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.data.batching import IGNORE_INDEX, pad_sequences
-from seqlab.data.pairs import teacher_forcing
+from seqlab.data.pairs import PairBatches, teacher_forcing
 from seqlab.decoding import Hypothesis, State, beam_search
 from seqlab.models._checks import check_ids
 from seqlab.nn import recurrent_layer
 from seqlab.nn.attention import Attention
 from seqlab.nn.masks import padding_mask
+from seqlab.train import evaluating
 
 
 @dataclass
@@ -228,3 +236,117 @@ def seq2seq_loss(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor, Tensor])
         raise ValueError(f"seq2seq_loss expects logits of shape (B, T, V) = ({tgt_out.shape[0]}, {tgt_out.shape[1]}, V), "
                          f"got {tuple(logits.shape)}")
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
+
+# -- exposure bias: measuring it, and scheduled sampling ---------------------------------------------
+@torch.no_grad()
+def wrong_by_position(model: Seq2Seq, pairs: Sequence[tuple[Tensor, Tensor]], *, free_running: bool,
+                      batch_size: int = 500) -> tuple[Tensor, Tensor]:
+    """Which output tokens the decoder gets wrong: ``(wrong, real)``, both boolean ``(N, T_max + 1)``.
+
+    ``pairs`` are ``(source ids, target ids)`` (1-D tensors); row ``n`` is pair ``n``, column ``t`` output
+    position ``t`` of target + ``<eos>``. ``real`` marks the positions a target has; ``wrong`` those where
+    the decoder's likeliest token is not the target's. ``free_running=False``: the decoder reads the *true*
+    previous tokens (teacher forcing, as in training); ``True``: it reads its *own* previous choices (greedy
+    decoding, as when it translates), for exactly as many steps as the target has, so positions line up.
+    """
+    if not pairs:
+        raise ValueError("wrong_by_position needs at least one (source, target) pair")
+    device = next(model.parameters()).device
+    steps = max(len(t) for _, t in pairs) + 1
+    cfg = model.config
+    wrong, real = [], []
+    with evaluating(model):
+        for src, src_lengths, tgt_in, tgt_out in PairBatches(pairs, batch_size, shuffle=False, pad_id=cfg.pad_id,
+                                                             bos_id=cfg.bos_id, eos_id=cfg.eos_id):
+            src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
+            if free_running:
+                logits = decode_feeding(model, src, src_lengths, tgt_in, feed_own=1.0)
+            else:
+                logits = model(src, src_lengths, tgt_in)                      # (B, T, V)
+            is_real = tgt_out != IGNORE_INDEX                                  # (B, T)
+            pad = steps - tgt_out.shape[1]
+            wrong.append(F.pad((logits.argmax(dim=-1) != tgt_out) & is_real, (0, pad)).cpu())
+            real.append(F.pad(is_real, (0, pad)).cpu())
+    return torch.cat(wrong), torch.cat(real)
+
+
+def error_by_position(model: Seq2Seq, pairs: Sequence[tuple[Tensor, Tensor]], *, free_running: bool,
+                      batch_size: int = 500) -> Tensor:
+    """Share of wrong tokens at each output position, ``(T_max + 1,)`` (see :func:`wrong_by_position`):
+    position ``t`` counts only the pairs whose target + ``<eos>`` reaches it."""
+    wrong, real = wrong_by_position(model, pairs, free_running=free_running, batch_size=batch_size)
+    return wrong.sum(dim=0).float() / real.sum(dim=0).clamp(min=1).float()
+
+
+def decode_feeding(model: Seq2Seq, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor, *,
+                   feed_own: float, generator: torch.Generator | None = None) -> Tensor:
+    """Decode ``tgt_in`` ``(B, T)`` one step at a time, reading at each step ``t >= 1`` the decoder's own
+    previous choice (its likeliest token) instead of ``tgt_in[:, t]`` with probability ``feed_own``,
+    drawn per sequence and step with ``generator``: next-token logits ``(B, T, V)``.
+
+    ``feed_own=0`` is teacher forcing (the same logits as ``model(src, src_lengths, tgt_in)``, one step
+    at a time); ``feed_own=1`` is free running, greedy decoding for ``T`` steps. In between it is the
+    decoder input of scheduled sampling. The choice fed back is not differentiated through (as in
+    Bengio et al., 2015): gradients reach the model through each step's logits and state.
+    """
+    if not 0.0 <= feed_own <= 1.0:
+        raise ValueError(f"feed_own is a probability, in [0, 1]; got {feed_own}")
+    memory, mask, state = model.encode(src, src_lengths)
+    check_ids("decode_feeding", tgt_in, None)
+    if tgt_in.shape[0] != src.shape[0]:
+        raise ValueError(f"src and tgt_in must hold the same number of sequences, got {src.shape[0]} "
+                         f"and {tgt_in.shape[0]}")
+    tokens = tgt_in[:, 0]                                                  # <bos>
+    step_logits = []
+    for t in range(tgt_in.shape[1]):
+        if t > 0:
+            own = step_logits[-1][:, 0].argmax(dim=-1).detach()            # the decoder's previous choice (B,)
+            if feed_own >= 1.0:
+                tokens = own
+            elif feed_own > 0.0:
+                draw = torch.rand(tokens.shape, generator=generator).to(own.device)   # one draw per sequence
+                tokens = torch.where(draw < feed_own, own, tgt_in[:, t])
+            else:
+                tokens = tgt_in[:, t]
+        logits, state = model.decoder(tokens[:, None], state, memory, mask)   # (B, 1, V)
+        step_logits.append(logits)
+    return torch.cat(step_logits, dim=1)
+
+
+def linear_schedule(final: float, steps: int) -> Callable[[int], float]:
+    """``step -> probability``: rises linearly from 0 at step 0 to ``final`` at ``steps`` and stays there."""
+    if not 0.0 <= final <= 1.0:
+        raise ValueError(f"final is a probability, in [0, 1]; got {final}")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    return lambda step: final * min(step, steps) / steps
+
+
+class ScheduledSampling:
+    """A training loss for :func:`~seqlab.train.train`: :func:`seq2seq_loss`, but the decoder reads its own
+    previous prediction instead of the true token with probability ``schedule(step)`` (Bengio et al., 2015).
+
+    ``schedule`` maps the number of steps taken so far (this object counts its calls) to a probability;
+    :func:`linear_schedule` makes the usual rising ramp. Draws come from the object's own generator
+    (``seed``), so a run is reproducible and torch's global generator is left alone. With a schedule that
+    stays at 0 this is teacher forcing, computed one step at a time.
+    """
+
+    def __init__(self, schedule: Callable[[int], float], *, seed: int = 0):
+        self.schedule = schedule
+        self.calls = 0
+        self.generator = torch.Generator().manual_seed(seed)
+        self.probabilities: list[float] = []        # the probability each call used
+
+    def __call__(self, model: Seq2Seq, batch: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
+        if not (isinstance(batch, (tuple, list)) and len(batch) == 4):
+            raise ValueError("ScheduledSampling expects batches (src, src_lengths, tgt_in, tgt_out) from PairBatches")
+        src, src_lengths, tgt_in, tgt_out = batch
+        p = float(self.schedule(self.calls)) if model.training else 0.0
+        if model.training:
+            self.calls += 1
+            self.probabilities.append(p)
+        logits = decode_feeding(model, src, src_lengths, tgt_in, feed_own=p, generator=self.generator)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=IGNORE_INDEX)
