@@ -5,11 +5,14 @@
     python scripts/make_checkpoints.py charlm-lstm --minutes 2      # a time budget instead
     python scripts/make_checkpoints.py --rescore            # re-measure the recorded validation loss
     python scripts/make_checkpoints.py reverser-transformer # one of the digit reversers of notebook 12
+    python scripts/make_checkpoints.py charlm-gpt --minutes 1       # the GPT, 60 CPU-seconds on one thread
 
 Each checkpoint is written to data/checkpoints/NAME.safetensors with NAME.json beside it: the
 configuration, how long and how many steps it trained, the machine, and its validation loss on
 a fixed slice of the validation text (seqlab.pretrained.validation_batches).
-tests/test_checkpoints.py loads each one and re-measures that figure. The names, models and
+tests/test_checkpoints.py loads each one and re-measures that figure. The GPT (charlm-gpt) has its
+own recipe (AdamW, warm-up, cosine decay to the end of the budget), is timed in CPU-seconds on one
+thread, and its record also holds its validation loss along the way. The names, models and
 training set-up are in seqlab.pretrained, which the notebooks load them through.
 
 The digit reversers (REVERSERS below) are notebook 12's comparison of notebook 7's GRU
@@ -59,6 +62,8 @@ REVERSERS: dict[str, dict] = {
 
 
 def make(name: str, steps: int | None, minutes: float | None) -> dict:
+    if pretrained.CHECKPOINTS[name].get("model") == "GPT":
+        return make_gpt(name, steps, minutes)
     data = char_lm_data()
     seed_everything(SEED)
     model = pretrained.build_model(name)
@@ -79,6 +84,65 @@ def make(name: str, steps: int | None, minutes: float | None) -> dict:
         "made_by": "python scripts/make_checkpoints.py " + name
                    + (f" --steps {steps}" if steps is not None else "") + (f" --minutes {minutes:g}" if minutes is not None else ""),
     }
+    write(name, model, record)
+    return record
+
+
+CURVE_POINTS, CURVE_BATCHES = 16, 10
+
+
+def make_gpt(name: str, steps: int | None, minutes: float | None) -> dict:
+    """A GPT checkpoint: its own recipe (pretrained.CHECKPOINTS[name]), timed in CPU-seconds on one thread.
+
+    The learning rate warms up, then decays to the end of the budget (steps, or CPU-minutes). The record
+    keeps the validation loss at CURVE_POINTS moments on the first CURVE_BATCHES validation batches, with
+    the steps and CPU-seconds of training before each (evaluations excluded): the trend as the budget grows.
+    """
+    spec = pretrained.CHECKPOINTS[name]
+    setup = spec["training"]
+    torch.set_num_threads(1)                        # CPU-seconds on one thread: comparable under load
+    data = char_lm_data()
+    seed_everything(setup["seed"])
+    model = pretrained.build_model(name)
+    optimizer, schedule = pretrained.gpt_optimizer(model, setup)
+    batches = LMBatches(data.train, setup["batch_size"], setup["seq_len"], seed=setup["seed"])
+    curve_batches = pretrained.validation_batches()[:CURVE_BATCHES]
+    every = max(1, steps // CURVE_POINTS) if steps is not None else None
+    history = train(model, batches, lm_loss, optimizer=optimizer, clip_norm=setup["clip_norm"], max_steps=steps,
+                    time_budget_s=None if minutes is None else minutes * 60, lr_schedule=schedule,
+                    clock=time.process_time, eval_batches=curve_batches, eval_every=every,
+                    eval_max_batches=None, description=name)
+    stored = spec.get("store_dtype", "float32")
+    if stored == "float16":                         # measure what is stored: round, then back to float32
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.half().float())
+    val_loss = pretrained.validation_loss(model)
+    record = {
+        "name": name,
+        "model": "GPT",
+        "config": model.config.to_dict(),
+        "parameters": model.num_parameters(),
+        "stored_dtype": stored,
+        "training": {**setup, "schedule": "linear warm-up over warmup_steps, cosine decay to floor x lr at the "
+                                          "end of the budget", "steps": len(history.steps),
+                     "cpu_seconds": round(history.eval_seconds[-1], 1),
+                     "cpu_seconds_with_curve_evaluations": round(history.seconds, 1),
+                     "clock": "CPU time of the process on 1 thread (time.process_time)",
+                     "steps_budget": steps, "minutes_budget": minutes,
+                     "final_train_loss_avg100": round(sum(history.train_loss[-100:]) / min(100, len(history.train_loss)), 4)},
+        "curve": {"what": f"validation loss on the first {CURVE_BATCHES} validation batches during training",
+                  "steps": history.eval_steps, "cpu_seconds": [round(t, 1) for t in history.eval_seconds],
+                  "val_loss": [round(v, 5) for v in history.eval_loss]},
+        "validation": {"loss": round(val_loss, 5), "batches": pretrained.VAL_BATCHES},
+        "corpus": {"name": "shakespeare", "sha256": manifest()["shakespeare"]["sha256"], "split": "first 90% train, last 10% validation"},
+        "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                    "processor": platform.machine(), "date": time.strftime("%Y-%m-%d")},
+        "made_by": "python scripts/make_checkpoints.py " + name
+                   + (f" --steps {steps}" if steps is not None else "") + (f" --minutes {minutes:g}" if minutes is not None else ""),
+    }
+    if stored == "float16":
+        model.half()
     write(name, model, record)
     return record
 
@@ -148,6 +212,8 @@ def write(name: str, model: torch.nn.Module, record: dict) -> None:
 def rescore(name: str) -> dict:
     """Re-measure a checkpoint's validation loss (after the validation slice changed) and rewrite its record."""
     model, record = pretrained.load_pretrained(name)
+    if record.get("stored_dtype") == "float16":
+        model.half()                               # write back what was stored
     record["validation"] = {"loss": round(pretrained.validation_loss(model), 5), "batches": pretrained.VAL_BATCHES}
     write(name, model, record)
     return record
@@ -178,8 +244,11 @@ def main(argv: list[str]) -> int:
         else:
             steps = args.steps if args.steps is not None else (None if args.minutes else pretrained.CHECKPOINTS[name]["steps"])
             record = make(name, steps, args.minutes)
-        print(f"{name}: validation loss {record['validation']['loss']:.4f} after {record['training']['steps']} steps "
-              f"({record['training']['seconds']:.0f} s)", flush=True)
+        training = record["training"]
+        took = (f"{training['seconds']:.0f} s" if "seconds" in training
+                else f"{training['cpu_seconds']:.0f} CPU-seconds on 1 thread")
+        print(f"{name}: validation loss {record['validation']['loss']:.4f} after {training['steps']} steps ({took})",
+              flush=True)
     return 0
 
 

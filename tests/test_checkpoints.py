@@ -27,5 +27,25 @@ def test_checkpoint_reproduces_its_recorded_validation_loss(name, two_threads):
 
 
 def test_unknown_checkpoint_names_the_choices():
-    with pytest.raises(KeyError, match=r"unknown checkpoint 'charlm-xl'; expected one of \['charlm-gru'"):
+    with pytest.raises(KeyError, match=r"unknown checkpoint 'charlm-xl'; expected one of \['charlm-gpt', 'charlm-gru'"):
         pretrained.build_model("charlm-xl")
+
+
+def test_gpt_checkpoint_says_how_it_was_made_and_records_its_curve():
+    """charlm-gpt: the recipe in CHECKPOINTS is the one recorded, and the curve falls as the budget grows."""
+    record = json.loads((pretrained.checkpoint_dir() / "charlm-gpt.json").read_text())
+    spec = pretrained.CHECKPOINTS["charlm-gpt"]
+    assert {k: record["config"][k] for k in spec["config"]} == spec["config"]
+    assert record["parameters"] == pretrained.build_model("charlm-gpt").num_parameters()
+    assert record["training"]["steps"] == spec["steps"] and record["made_by"].endswith(f"--steps {spec['steps']}")
+    curve = record["curve"]
+    assert len(curve["steps"]) == len(curve["cpu_seconds"]) == len(curve["val_loss"]) >= 8
+    assert curve["steps"] == sorted(curve["steps"]) and curve["cpu_seconds"] == sorted(curve["cpu_seconds"])
+    assert curve["val_loss"][-1] < curve["val_loss"][0] - 0.5
+
+
+def test_build_model_overrides_only_for_gpt():
+    small = pretrained.build_model("charlm-gpt", n_layer=1)
+    assert small.config.n_layer == 1
+    with pytest.raises(ValueError, match="overrides apply to GPT checkpoints only"):
+        pretrained.build_model("charlm-lstm", d_model=8)

@@ -26,7 +26,8 @@ import torch
 
 from seqlab.data import LMBatches, char_lm_data
 from seqlab.models.charlm import CharLM, CharLMConfig
-from seqlab.train import evaluate, lm_loss, load_checkpoint
+from seqlab.models.gpt import GPT, GPTConfig
+from seqlab.train import LRSchedule, evaluate, lm_loss, load_checkpoint, warmup_cosine
 
 ENV_VAR = "SEQLAB_CHECKPOINTS"
 SEQ_LEN, BATCH_SIZE = 64, 32
@@ -34,13 +35,23 @@ SEQ_LEN, BATCH_SIZE = 64, 32
 # validation text with a fixed seed, so always the same ones
 VAL_BATCHES, VAL_SEED = 100, 1234
 
-# name -> the cell type and the number of training steps the script uses by default. A step
+# name -> the model and the number of training steps the script uses by default. A step
 # budget (not a time budget) makes a checkpoint independent of how busy the machine was; the
-# JSON record says how long the steps took.
+# JSON record says how long the steps took. The recurrent ones name their cell and use the
+# reference set-up above; the GPT names its GPTConfig (vocab_size comes from the data) and its
+# own training set-up (AdamW, a warm-up, then a cosine decay to the end of the budget), the recipe
+# scripts/bench_lm.py compares with nanoGPT's on the same CPU-seconds.
 CHECKPOINTS: dict[str, dict] = {
     "charlm-rnn": {"cell": "rnn", "steps": 14_309},
     "charlm-lstm": {"cell": "lstm", "steps": 14_309},
     "charlm-gru": {"cell": "gru", "steps": 14_309},
+    "charlm-gpt": {"model": "GPT", "steps": 1_000, "store_dtype": "float32",
+                   "config": {"context": 64, "d_model": 128, "n_layer": 2, "n_head": 4, "dim_feedforward": 512,
+                              "dropout": 0.0, "positional": "learned", "norm_first": True, "activation": "gelu",
+                              "tie_weights": True, "bias": True, "fused": True},
+                   "training": {"batch_size": 16, "seq_len": 64, "optimizer": "AdamW", "lr": 3e-3,
+                                "betas": [0.9, 0.99], "weight_decay": 0.0, "warmup_steps": 50, "floor": 0.1,
+                                "clip_norm": 1.0, "seed": 0}},
 }
 
 
@@ -49,11 +60,31 @@ def checkpoint_dir() -> Path:
     return Path(os.environ.get(ENV_VAR) or Path(__file__).resolve().parents[2] / "data" / "checkpoints")
 
 
-def build_model(name: str) -> CharLM:
-    """An untrained model with the architecture of checkpoint ``name``."""
+def build_model(name: str, **overrides) -> CharLM | GPT:
+    """An untrained model with the architecture of checkpoint ``name`` (``overrides``: GPTConfig fields, GPT only)."""
     if name not in CHECKPOINTS:
         raise KeyError(f"unknown checkpoint {name!r}; expected one of {sorted(CHECKPOINTS)}")
-    return CharLM(CharLMConfig(vocab_size=len(char_lm_data().vocab), cell=CHECKPOINTS[name]["cell"]))
+    spec = CHECKPOINTS[name]
+    vocab_size = len(char_lm_data().vocab)
+    if spec.get("model") == "GPT":
+        return GPT(GPTConfig(vocab_size=vocab_size, **{**spec["config"], **overrides}))
+    if overrides:
+        raise ValueError(f"overrides apply to GPT checkpoints only; {name} is a CharLM")
+    return CharLM(CharLMConfig(vocab_size=vocab_size, cell=spec["cell"]))
+
+
+def gpt_optimizer(model: GPT, setup: dict) -> tuple[torch.optim.Optimizer, LRSchedule]:
+    """The optimizer and learning-rate schedule of a GPT checkpoint's ``training`` set-up.
+
+    AdamW with ``lr``, ``betas`` and ``weight_decay`` (on the matrices only, as GPT-2 and nanoGPT),
+    a linear warm-up over ``warmup_steps`` steps, then a cosine decay to ``floor`` x ``lr`` at the end
+    of the budget (:func:`seqlab.train.warmup_cosine`).
+    """
+    params = list({id(p): p for p in model.parameters()}.values())               # a tied matrix once
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": setup["weight_decay"]},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=setup["lr"], betas=tuple(setup["betas"]))
+    return optimizer, warmup_cosine(setup["warmup_steps"], setup["floor"])
 
 
 def validation_batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -67,8 +98,8 @@ def validation_loss(model: torch.nn.Module) -> float:
     return evaluate(model, validation_batches(), lm_loss).loss
 
 
-def load_pretrained(name: str) -> tuple[CharLM, dict]:
-    """The trained model (in eval mode, on the CPU) and its JSON record."""
+def load_pretrained(name: str) -> tuple[CharLM | GPT, dict]:
+    """The trained model (in eval mode, on the CPU, float32) and its JSON record."""
     model = build_model(name)
     folder = checkpoint_dir()
     load_checkpoint(folder / f"{name}.safetensors", model)

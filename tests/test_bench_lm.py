@@ -1,0 +1,75 @@
+"""scripts/bench_lm.py cannot rot: a two-step run of every recipe writes a complete record, and the recorded
+run under data/bench/ is the one notebook 13 draws (its fields are there and consistent)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("bench_lm", ROOT / "scripts" / "bench_lm.py")
+bench_lm = importlib.util.module_from_spec(_spec)
+sys.modules["bench_lm"] = bench_lm                   # its dataclass looks its module up while being defined
+_spec.loader.exec_module(bench_lm)
+
+
+def test_a_step_budget_run_of_every_recipe_writes_the_curves(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench_lm.main(["--steps", "2", "--points", "2", "--subset", "1", "--full", "2", "--recipes",
+                          *bench_lm.ALL_RECIPES, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "nanogpt-baby - charlm-gpt (nats/char)" in printed and "val loss" in printed
+    record = json.loads(out.read_text())
+    assert [r["recipe"] for r in record["results"]] == list(bench_lm.ALL_RECIPES)
+    for result in record["results"]:
+        curve = result["curve"]
+        assert result["steps"] == 2 and curve["steps"] == [0, 1, 2]
+        assert len(curve["seconds"]) == len(curve["val_loss"]) == 3
+        assert curve["val_loss"][0] == pytest.approx(math.log(84), abs=0.3), "an untrained model guesses uniformly"
+    assert record["budget"]["steps"] == 2 and record["machine"]["threads"] == 1
+    assert record["command"].startswith("python scripts/bench_lm.py --steps 2")
+
+
+def test_nanogpt_baby_is_built_from_torch_nn_with_nanogpts_schedule():
+    recipe = bench_lm.make_recipe("nanogpt-baby", 84)
+    model = recipe.model
+    assert all(isinstance(b, torch.nn.TransformerEncoderLayer) for b in model.blocks) and len(model.blocks) == 4
+    assert model.lm_head.weight is model.wte.weight
+    assert recipe.description["parameters"] == sum(p.numel() for p in model.parameters())
+    schedule = bench_lm.nanogpt_schedule()
+    assert schedule(0, 0.0) == pytest.approx(1 / 101) and schedule(100, 0.0) == pytest.approx(1.0)
+    assert schedule(2000, 0.0) == pytest.approx(0.1) and schedule(5000, 0.0) == pytest.approx(0.1)
+    x = torch.randint(0, 84, (2, 64))
+    logits = model.eval()(x)
+    changed = x.clone()
+    changed[:, 40] = (changed[:, 40] + 1) % 84
+    assert torch.allclose(model(changed)[:, :40], logits[:, :40], atol=1e-5), "causal: no position reads ahead"
+
+
+def test_gpt_overrides_are_parsed_with_their_types():
+    assert bench_lm.parse_overrides(["d_model=96", "positional=rope", "fused=false", "dropout=0.1"]) == {
+        "d_model": 96, "positional": "rope", "fused": False, "dropout": 0.1}
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        bench_lm.parse_overrides(["d_model"])
+
+
+def test_the_recorded_run_is_complete():
+    recorded = sorted((ROOT / "data" / "bench").glob("lm-*.json"))
+    assert recorded, "data/bench/ holds a recorded run of scripts/bench_lm.py for notebook 13"
+    record = json.loads(recorded[-1].read_text())
+    by = {r["recipe"]: r for r in record["results"]}
+    assert {"nanogpt-baby", "charlm-gpt", "lstm"} <= set(by)
+    assert record["budget"]["clock"] in ("cpu", "wall") and record["machine"]["date"]
+    for result in by.values():
+        curve = result["curve"]
+        assert len(curve["seconds"]) == len(curve["steps"]) == len(curve["val_loss"])
+        assert curve["seconds"] == sorted(curve["seconds"]) and result["seconds"] >= 0.95 * record["budget"]["seconds"]
+    key = "nanogpt-baby - charlm-gpt (nats/char)"
+    assert record["comparisons"][key] == pytest.approx(by["nanogpt-baby"]["val_loss"] - by["charlm-gpt"]["val_loss"],
+                                                       abs=1e-4)
