@@ -6,13 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from exercise_helpers import failure_message
+
 from seqlab.exercises import check
-from seqlab.exercises.nb06_deep import _reverse_within
-
-
-def _hint(result) -> str:
-    assert not result
-    return repr(result)
+from seqlab.exercises.nb06_deep import TAGGER_CONFIGS, _reverse_within, measure_error_ratio, space_taggers
+from seqlab.nn import GRU
 
 
 # -- filter_step --------------------------------------------------------------------------------
@@ -32,7 +30,7 @@ def _normalise(v):
     (lambda f, A, B, e: [0.5, 0.5, 0.5], "return a vector of 2 probabilities"),
 ])
 def test_filter_step_mistakes_are_named(wrong, expected_hint):
-    assert expected_hint in _hint(check("filter_step", wrong))
+    assert expected_hint in failure_message("filter_step", wrong)
 
 
 def test_filter_step_accepts_equivalent_forms():
@@ -42,22 +40,43 @@ def test_filter_step_accepts_equivalent_forms():
     assert check("filter_step", row_form)
 
 
-# -- h_n_shape ----------------------------------------------------------------------------------
+# -- final_states --------------------------------------------------------------------------------
+def _halves(output):
+    return output.shape[-1] // 2
+
+
+def test_final_states_are_h_n_of_a_real_bidirectional_gru():
+    torch.manual_seed(0)
+    gru = GRU(3, 4, bidirectional=True, batch_first=True)
+    xs, lengths = torch.randn(3, 6, 3), torch.tensor([6, 2, 4])
+    with torch.no_grad():
+        output, h_n = gru(xs, lengths=lengths)
+    from seqlab.exercises.nb06_deep import _final_states
+    assert torch.allclose(_final_states(output, lengths), torch.cat([h_n[0], h_n[1]], dim=-1), atol=1e-6)
+
+
 @pytest.mark.parametrize("wrong, expected_hint", [
-    (lambda L, bi, B, H: (L, B, H), "keeps a final state per direction"),
-    (lambda L, bi, B, H: (L, B, H * (2 if bi else 1)), "the directions are not concatenated in h_n"),
-    (lambda L, bi, B, H: (2 if bi else 1, B, H), "not only the top one"),
-    (lambda L, bi, B, H: (B, L * (2 if bi else 1), H), "batch second"),
-    (lambda L, bi, B, H: (L + (2 if bi else 1), B, H), "a product"),
-    (lambda L, bi, B, H: (L, B), "three dimensions"),
-    (lambda L, bi, B, H: None, "a tuple of three ints"),
+    (lambda o, n: o[:, -1], "output[:, -1] is a pad step"),
+    (lambda o, n: torch.cat([o[torch.arange(len(n)), n - 1, :_halves(o)], o[:, -1, _halves(o):]], -1),
+     "ends at t = 0, not at the last (padded) step"),
+    (lambda o, n: o[torch.arange(len(n)), n - 1], "where the backward pass *starts*"),
+    (lambda o, n: torch.cat([o[:, 0, _halves(o):], o[torch.arange(len(n)), n - 1, :_halves(o)]], -1), "halves are swapped"),
+    (lambda o, n: torch.stack([o[torch.arange(len(n)), n - 1, :_halves(o)], o[:, 0, _halves(o):]]), "h_n's layout"),
+    (lambda o, n: torch.cat([o[:, -1, :_halves(o)], o[:, 0, _halves(o):]], -1), "output[:, -1] is a pad step"),
+    (lambda o, n: o[torch.arange(len(n)), n], "raised IndexError"),
+    (lambda o, n: o[:, 0], "the backward half is right"),
+    (lambda o, n: [1, 2], "not a list"),
 ])
-def test_h_n_shape_mistakes_are_named(wrong, expected_hint):
-    assert expected_hint in _hint(check("h_n_shape", wrong))
+def test_final_states_mistakes_are_named(wrong, expected_hint):
+    assert expected_hint in failure_message("final_states", wrong)
 
 
-def test_h_n_shape_accepts_torch_size():
-    assert check("h_n_shape", lambda L, bi, B, H: torch.Size([L * (1 + bi), B, H]))
+def test_final_states_accepts_an_equivalent_form():
+    def gather_form(output, lengths):
+        H = output.shape[-1] // 2
+        index = (lengths - 1).view(-1, 1, 1).expand(-1, 1, H)
+        return torch.cat([output[..., :H].gather(1, index).squeeze(1), output[:, 0, H:]], dim=1)
+    assert check("final_states", gather_form)
 
 
 # -- bidirectional ------------------------------------------------------------------------------
@@ -72,7 +91,7 @@ def test_h_n_shape_accepts_torch_size():
     (lambda xs, l, f, b: xs.tolist(), "return a tensor of shape (T, B, 2H)"),
 ])
 def test_bidirectional_mistakes_are_named(wrong, expected_hint):
-    assert expected_hint in _hint(check("bidirectional", wrong))
+    assert expected_hint in failure_message("bidirectional", wrong)
 
 
 def test_bidirectional_padding_steps_are_not_checked():
@@ -101,3 +120,32 @@ def test_bidirectional_with_a_real_seqlab_gru_matches_lengths():
         expected, _ = gru(xs, lengths=lengths)
     assert torch.allclose(ours, expected, atol=1e-6)
     assert np.isfinite(ours.numpy()).all()
+
+
+# -- predict, then measure: how much right-hand context cuts the errors ------------------------------
+def test_the_taggers_are_trained_once_as_section_3_2_says_leaving_the_generator_alone():
+    before = torch.random.get_rng_state()
+    taggers = space_taggers()                        # trained here, the first time in this process
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert list(taggers) == list(TAGGER_CONFIGS) == ["uni-1", "uni-2", "bi-1"] and space_taggers() is taggers
+    for name, (model, history) in taggers.items():
+        assert len(history.train_loss) == 200 and model.rnn.bidirectional == (name == "bi-1")
+        assert model.rnn.num_layers == (2 if name == "uni-2" else 1) and model.rnn.hidden_size == 64
+
+
+def test_error_ratio_measurement():
+    measured = measure_error_ratio()
+    assert measured["ratio"] == pytest.approx(measured["uni-1"] / measured["bi-1"])
+    assert 2.5 < measured["ratio"] < 4.5 and measured["bi-1"] < 0.05, measured
+
+
+def test_predictions_near_the_measurement_pass_and_far_ones_are_told_why():
+    ratio = measure_error_ratio()["ratio"]
+    assert check("predict_error_ratio", lambda: ratio) and check("predict_error_ratio", lambda: round(ratio))
+    assert check("predict_error_ratio", lambda: 1.4 * ratio)
+    low = failure_message("predict_error_ratio", lambda: 1.2)
+    assert "you predicted 1.2" in low and "Right-hand context is worth more" in low and "measured: uni-1 tags" in low
+    high = failure_message("predict_error_ratio", lambda: 20)
+    assert "Less than that" in high
+    assert "answer with a positive number" in failure_message("predict_error_ratio", lambda: "3x")
+    assert "answer with a positive number" in failure_message("predict_error_ratio", lambda: -3.0)

@@ -1,17 +1,23 @@
-"""Notebook 06 — deep and bidirectional RNNs, belief monitoring: three exercises.
+"""Notebook 06 — deep and bidirectional RNNs, belief monitoring: four exercises.
 
 1. ``filter_step``: one step of HMM filtering, ``normalise(B[:, e] * (A.T @ belief))``. The
    checker recomputes the step with the usual mistakes (no normalisation, A instead of A^T,
    the evidence applied before the transition, a missing part) and names the one it finds.
-2. ``h_n_shape``: the shape of ``h_n`` for a number of layers, directions, batch and hidden size.
+2. ``final_states``: read each sequence's forward and backward final states out of a padded
+   bidirectional output (what ``h_n`` holds, and what a many-to-one read-out needs); the checker
+   recognises a pad step read as the last one, a backward state taken where that pass starts,
+   swapped halves and h_n's stacked layout.
 3. ``bidirectional``: combine a forward and a backward pass over a padded batch into the
    bidirectional output; the checker recognises a backward pass that reads the padding, outputs
    not flipped back, the directions in the wrong order, and the wrong concatenation axis.
+4. ``predict_error_ratio``: predict, then measure -- how many times as many gaps the left-to-right
+   tagger gets wrong as the bidirectional one (notebook 6's taggers, trained once, measured).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -110,59 +116,77 @@ register(Exercise(
 ))
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: the shape of h_n
+# Exercise 2: the final states of a padded bidirectional batch, read from its output
 # --------------------------------------------------------------------------------------------
 
 
-def _h_n_shape(num_layers: int, bidirectional: bool, batch: int, hidden: int) -> tuple[int, int, int]:
-    """Reference: torch's (num_layers * num_directions, B, H)."""
-    return (num_layers * (2 if bidirectional else 1), batch, hidden)
+def _final_states(output: Tensor, lengths: Tensor) -> Tensor:
+    """Reference: for each sequence b, [forward state at its last real step ; backward state at step 0]."""
+    H = output.shape[-1] // 2
+    batch = torch.arange(output.shape[0])
+    forward_last = output[batch, lengths - 1, :H]                  # (B, H): the forward pass ends at t = n_b - 1
+    backward_last = output[:, 0, H:]                               # (B, H): the backward pass ends at t = 0
+    return torch.cat([forward_last, backward_last], dim=-1)        # (B, 2H) = cat(h_n[-2], h_n[-1])
 
 
-def _same_shape(got: Any, expected: tuple[int, ...]) -> bool:
-    try:
-        return tuple(int(d) for d in got) == expected
-    except TypeError:
-        return False
-
-
-def _diagnose_h_n(args: tuple, got: Any, expected: tuple[int, int, int]) -> str | None:
-    num_layers, bidirectional, batch, hidden = args
-    d = 2 if bidirectional else 1
-    try:
-        got = tuple(int(x) for x in got)
-    except TypeError:
-        return "return a tuple of three ints, e.g. (2, 8, 16)."
-    if len(got) != 3:
-        return f"h_n has three dimensions (layers x directions, batch, hidden); you returned {len(got)}."
-    if got == (num_layers, batch, hidden) and d == 2:
-        return "a bidirectional layer keeps a final state per direction: the first dimension is num_layers * 2."
-    if got == (num_layers, batch, d * hidden) and d == 2:
-        return ("the directions are not concatenated in h_n (that is the output, (B, T, 2H)); they get rows of "
-                "their own: the first dimension is num_layers * 2 and the last stays H.")
-    if got == (d, batch, hidden) and num_layers > 1:
-        return "h_n keeps the final state of every layer, not only the top one: the first dimension is num_layers * directions."
-    if got == (batch, num_layers * d, hidden):
-        return "torch puts layers x directions first and the batch second, even with batch_first=True."
-    if got == (num_layers, d, batch, hidden) or got[:1] == (num_layers + d,):
-        return "layers and directions share one dimension, of size num_layers * num_directions (a product)."
+def _diagnose_final_states(args: tuple, got: Any, expected: Tensor) -> str | None:
+    output, lengths = args
+    B, T, F = output.shape
+    H = F // 2
+    if not isinstance(got, Tensor):
+        return f"return a tensor of shape (B, 2H) = {tuple(expected.shape)}, not a {type(got).__name__}."
+    if got.shape == (2, B, H):
+        return ("that is h_n's layout, one row per direction; the read-out wants them side by side: "
+                "torch.cat([forward, backward], dim=-1), shape (B, 2H).")
+    if got.shape != expected.shape:
+        return f"the result should have shape (B, 2H) = {tuple(expected.shape)}; got {tuple(got.shape)}."
+    batch = torch.arange(B)
+    last_real = output[batch, lengths - 1]                         # (B, 2H)
+    fwd_ok = torch.allclose(got[:, :H].float(), expected[:, :H])
+    bwd_ok = torch.allclose(got[:, H:].float(), expected[:, H:])
+    if torch.allclose(got.float(), torch.cat([expected[:, H:], expected[:, :H]], dim=-1)):
+        return "the halves are swapped: the forward direction's features come first, output[..., :H]."
+    if torch.allclose(got[:, :H].float(), output[:, -1, :H]) and not fwd_ok:
+        also = "" if bwd_ok else "; and the backward pass ends at t = 0, output[:, 0, H:]"
+        return (f"output[:, -1] is a pad step for every sequence shorter than T = {T} (lengths {lengths.tolist()}): "
+                f"take the forward state at each sequence's own last step, lengths[b] - 1{also}.")
+    if fwd_ok and torch.allclose(got[:, H:].float(), last_real[:, H:]):
+        return ("the backward half is its state at the last real step, where the backward pass *starts* (it has read "
+                "one element); it ends, having read the whole sequence, at t = 0: output[:, 0, H:].")
+    if fwd_ok and torch.allclose(got[:, H:].float(), output[:, -1, H:]):
+        return "the backward pass ends at t = 0, not at the last (padded) step: take output[:, 0, H:]."
+    if bwd_ok and not fwd_ok:
+        return "the backward half is right; the forward state sits at t = lengths[b] - 1 of sequence b."
+    if fwd_ok and not bwd_ok:
+        return "the forward half is right; the backward state that has read everything sits at t = 0."
     return None
 
 
+def _padded_output(lengths: list[int], hidden: int, seed: int) -> tuple[Tensor, Tensor]:
+    """A padded bidirectional output (B, T, 2H): random numbers at real steps, zeros at pad steps."""
+    g = torch.Generator().manual_seed(seed)
+    T = max(lengths)
+    output = torch.randn(len(lengths), T, 2 * hidden, generator=g)
+    for b, n in enumerate(lengths):
+        output[b, n:] = 0.0                                          # what pad_packed_sequence leaves there
+    return output, torch.tensor(lengths)
+
+
 register(Exercise(
-    name="h_n_shape",
-    signature="h_n_shape(num_layers: int, bidirectional: bool, batch: int, hidden: int) -> tuple[int, int, int]",
-    reference=_h_n_shape,
+    name="final_states",
+    signature="final_states(output: Tensor (B, T, 2H), lengths: Tensor (B,)) -> Tensor (B, 2H): each sequence's "
+              "[forward final state ; backward final state], read from a padded bidirectional output",
+    reference=_final_states,
     cases=[
-        Case((1, False, 8, 16), "one layer, one direction"),
-        Case((3, False, 8, 16), "three stacked layers"),
-        Case((1, True, 4, 32), "one bidirectional layer"),
-        Case((2, True, 5, 7), "two bidirectional layers"),
-        Case((3, True, 2, 10), "three bidirectional layers"),
+        Case(_padded_output([5, 3, 1], 2, 0), "a padded batch of lengths 5, 3, 1 (H = 2)"),
+        Case(_padded_output([2, 6], 3, 1), "the first sequence is the short one (H = 3)"),
+        Case(_padded_output([4, 4, 4], 1, 2), "no padding at all (H = 1)"),
     ],
-    hint="h_n has one row per (layer, direction) pair: (num_layers * num_directions, B, H).",
-    diagnose=_diagnose_h_n,
-    same=_same_shape,
+    hint="forward: output[b, lengths[b] - 1, :H] (its last real step); backward: output[b, 0, H:] (it ran "
+         "right to left); concatenate them along the features.",
+    diagnose=_diagnose_final_states,
+    same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape
+    and bool(torch.allclose(got.detach().float(), expected)),
 ))
 
 # --------------------------------------------------------------------------------------------
@@ -277,4 +301,97 @@ register(Exercise(
          "outputs back the same way; torch.cat([out_f, out_b], dim=-1).",
     diagnose=_diagnose_bidirectional,
     same=lambda got, expected: _same_on_real_steps(got, expected),
+))
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4: predict, then measure -- how much does right-hand context cut the tagger's errors?
+# --------------------------------------------------------------------------------------------
+
+#: the three taggers of section 3.2: GRU, embedding 32, hidden 64 per direction, linear read-out to 2 tags
+TAGGER_CONFIGS: dict[str, dict] = {"uni-1": dict(num_layers=1, bidirectional=False),
+                                   "uni-2": dict(num_layers=2, bidirectional=False),
+                                   "bi-1": dict(num_layers=1, bidirectional=True)}
+TAGGER_STEPS, TAGGER_BATCH = 200, 32
+RATIO_TOLERANCE = 1.5          # a prediction within a factor 1.5 of the measured ratio counts as right
+
+
+@lru_cache(maxsize=1)
+def space_taggers() -> dict[str, tuple[torch.nn.Module, Any]]:
+    """Notebook 6's three word-boundary taggers (``TAGGER_CONFIGS``), each trained for 200 steps of 32 lines
+    with Adam (lr 1e-2) from seed 0 on the same batches: ``{name: (model, history)}``.
+
+    Trained once per process (a few seconds each on one CPU thread), inside ``fork_rng`` so that the
+    student's random numbers stay where they were; the notebook uses these very models.
+    """
+    from seqlab.data import PaddedBatches
+    from seqlab.data.tagging import word_boundary_data
+    from seqlab.models.readout import SequenceTagger
+    from seqlab.tagging import tagging_loss
+    from seqlab.train import train
+
+    data = word_boundary_data()
+    trained = {}
+    threads = torch.get_num_threads()
+    # one thread, as in the notebook: the same numbers wherever this runs, and small GRUs gain nothing
+    # from a second thread (on a busy machine, threads that wait for each other make training far slower)
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            for name, config in TAGGER_CONFIGS.items():
+                torch.manual_seed(0)
+                model = SequenceTagger(len(data.vocab), 2, cell="gru", embed_size=32, hidden_size=64, **config)
+                history = train(model, PaddedBatches(data.train, TAGGER_BATCH, seed=0), tagging_loss,
+                                max_steps=TAGGER_STEPS, lr=1e-2, seed=0, progress=False)
+                trained[name] = (model, history)
+    finally:
+        torch.set_num_threads(threads)
+    return trained
+
+
+@lru_cache(maxsize=1)
+def measure_error_ratio() -> dict[str, float]:
+    """Held-out test errors (share of gaps tagged wrong) of the left-to-right tagger ``uni-1`` and the
+    bidirectional ``bi-1``, and their ratio: ``{"uni-1": ..., "bi-1": ..., "ratio": uni-1 / bi-1}``."""
+    from seqlab.data import PaddedBatches
+    from seqlab.data.tagging import word_boundary_data
+    from seqlab.tagging import evaluate_tagger
+
+    test = PaddedBatches(word_boundary_data().test, 512, shuffle=False)
+    errors = {name: 1 - evaluate_tagger(space_taggers()[name][0], test).accuracy for name in ("uni-1", "bi-1")}
+    return errors | {"ratio": errors["uni-1"] / errors["bi-1"]}
+
+
+def _error_ratio() -> float:
+    return measure_error_ratio()["ratio"]
+
+
+def _ratio_close(got: Any, expected: float) -> bool:
+    return (isinstance(got, (int, float)) and not isinstance(got, bool) and got > 0
+            and expected / RATIO_TOLERANCE <= got <= expected * RATIO_TOLERANCE)
+
+
+def _diagnose_ratio(args: tuple, got: Any, expected: float) -> str | None:
+    if isinstance(got, bool) or not isinstance(got, (int, float)) or not got > 0:
+        return f"answer with a positive number, the factor (e.g. 1.5 for 'uni-1 makes 1.5 times as many errors'); got {got!r}."
+    measured = measure_error_ratio()
+    said = (f"measured: uni-1 tags {measured['uni-1']:.1%} of the test gaps wrong, bi-1 {measured['bi-1']:.1%}: "
+            f"a factor {expected:.1f}; you predicted {got:g}")
+    if got < expected:
+        return (f"{said}. Right-hand context is worth more than that: at a gap, whether the word ends depends on the "
+                "next letters (the|king, there, then), and the counts of section 3.1 already showed two letters on "
+                "the right beat two on the left by far.")
+    return (f"{said}. Less than that: bi-1 still errs where both splits make words (a name, an elision, "
+            "an early word end), and 200 steps are a small budget.")
+
+
+register(Exercise(
+    name="predict_error_ratio",
+    signature="predict_error_ratio() -> float: how many times as many test gaps the left-to-right tagger uni-1 "
+              "tags wrong as the bidirectional bi-1 (checked against a measurement, within a factor 1.5)",
+    reference=_error_ratio,
+    cases=[Case((), "uni-1 and bi-1 of section 3.2, on the held-out test lines")],
+    hint="compare the count baselines of section 3.1: two letters on the left against two on the right.",
+    diagnose=_diagnose_ratio,
+    same=_ratio_close,
 ))
