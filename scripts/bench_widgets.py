@@ -4,7 +4,7 @@
     python scripts/bench_widgets.py --moves 50 --threads 2
     python scripts/bench_widgets.py --only attention
 
-For each kind of move (gate explorer: step, units, gate, model; attention explorer: token, head,
+For each kind of move (gate explorer: step, units, watched unit, gate, model; attention explorer: token, head,
 layer, a head and back, kind, the all-heads toggle, and token, head, layer in the grid; positional-encoding
 explorer: dimension, pos, k, d_model, length) it sets the control from
 code, as a user's slider move does, and times the whole assignment: the observers, the draw, the PNG encoding and
@@ -60,7 +60,7 @@ def bench_gate_explorer(moves: int) -> dict[str, list[float]]:
         print(f"first switch to {label} (record + figure + full draw): "
               f"{(time.perf_counter() - started) * 1000:.0f} ms")
     explorer.model.value = "LSTM"    # from here on: the steady state, every model cached
-    times: dict[str, list[float]] = {"step": [], "units": [], "gate": [], "model": []}
+    times: dict[str, list[float]] = {"step": [], "units": [], "watch": [], "gate": [], "model": []}
 
     def move(kind: str, control, value) -> None:
         started = time.perf_counter()
@@ -73,6 +73,9 @@ def bench_gate_explorer(moves: int) -> dict[str, list[float]]:
     for k in range(moves):
         lo = (k * 5) % 200
         move("units", explorer.units, (lo, lo + 31))
+    for k in range(moves):            # the watched unit, within the window: outline and numbers move
+        lo, hi = explorer.units.value
+        move("watch", explorer.watch, lo + (explorer.watch.value - lo + 3) % (hi - lo + 1))
     for k in range(moves):
         options = [value for _, value in explorer.gate.options]
         move("gate", explorer.gate, options[(options.index(explorer.gate.value) + 1) % len(options)])

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from exercise_helpers import failure_message
+
 from seqlab.exercises import check
-from seqlab.exercises.nb04_lstm import GATE_ORDER, _lstm_param_count
+from seqlab.exercises.nb04_lstm import GATE_ORDER, HORIZON_LENGTHS, learned, measure_rnn_horizon
 
 
 # -- the LSTM cell ---------------------------------------------------------------------------------
@@ -27,9 +29,7 @@ def make_cell(*, order="ifgo", act=None, forget=True, input_gate=True, output_ga
 
 
 def feedback(fn) -> str:
-    result = check("lstm_cell", fn)
-    assert not result
-    return repr(result)
+    return failure_message("lstm_cell", fn)
 
 
 def test_a_correct_cell_passes_and_matches_torch():
@@ -84,9 +84,7 @@ def test_unknown_mistake_falls_back_to_the_equations():
 # -- splitting the weight matrix -------------------------------------------------------------------
 
 def split_feedback(fn) -> str:
-    result = check("split_lstm_weights", fn)
-    assert not result
-    return repr(result)
+    return failure_message("split_lstm_weights", fn)
 
 
 def test_split_reference_agrees_with_torch_layout():
@@ -112,25 +110,34 @@ def test_split_mistakes():
     assert check("split_lstm_weights", lambda w: dict(zip(GATE_ORDER, w.chunk(4))))
 
 
-# -- counting parameters ----------------------------------------------------------------------------
+# -- predict, then measure: the RNN's reach on the adding problem ----------------------------------
 
-@pytest.mark.parametrize("args", [(1, 1, 1), (10, 20, 1), (5, 8, 2), (3, 4, 3)])
-def test_count_matches_numel_of_torch_and_seqlab(args):
-    from seqlab.nn import LSTM
+def test_horizon_measurement_is_the_rnn_trained_as_in_section_6_leaving_the_generator_alone():
+    before = torch.random.get_rng_state()
+    runs = measure_rnn_horizon()                     # trained here, the first time in this process
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert tuple(runs) == HORIZON_LENGTHS == (20, 30)
+    for T, run in runs.items():
+        assert run.cell == "rnn" and run.config.length == T and run.config.steps == 1000 and run.config.seed == 0
+        assert run.config.hidden_size == 32 and run.config.eval_every == 100
+    assert learned(runs[20]) and not learned(runs[30]), {T: run.summary() for T, run in runs.items()}
+    assert measure_rnn_horizon() is runs                     # measured once, then reused
 
-    I, H, L = args
-    for module in (torch.nn.LSTM(I, H, L), LSTM(I, H, L)):
-        assert _lstm_param_count(I, H, L) == sum(p.numel() for p in module.parameters())
+
+def test_the_measured_answer_passes():
+    assert check("predict_rnn_horizon", lambda: {20: True, 30: False})
 
 
-@pytest.mark.parametrize("fn, words", [
-    (lambda I, H, L: sum(4 * ((I if k == 0 else H) * H + H * H + H) for k in range(L)), "two bias vectors"),
-    (lambda I, H, L: sum(4 * ((I if k == 0 else H) * H + H * H) for k in range(L)), "left out the biases"),
-    (lambda I, H, L: sum((I if k == 0 else H) * H + H * H + 2 * H for k in range(L)), "multiply one block's count by 4"),
-    (lambda I, H, L: sum(3 * ((I if k == 0 else H) * H + H * H + 2 * H) for k in range(L)), "GRU"),
-    (lambda I, H, L: L * 4 * (I * H + H * H + 2 * H), "layers above the first"),
-    (lambda I, H, L: 4 * (I * H + H * H + 2 * H), "first layer only"),
+@pytest.mark.parametrize("wrong, words", [
+    ({20: True, 30: True}, "at T = 30 it does not: the first marker lies 15 to 30 steps"),
+    ({20: False, 30: False}, "at T = 20 it does"),
+    ({20: False, 30: True}, "at T = 20 it does"),
+    ({20: 1, 30: 0}, "answer with a dict"),
+    ("20", "answer with a dict"),
+    ({20: True}, "answer with a dict"),
 ])
-def test_count_mistakes(fn, words):
-    result = check("lstm_param_count", fn)
-    assert not result and words in repr(result), repr(result)
+def test_wrong_predictions_are_told_the_measurement_and_why(wrong, words):
+    message = failure_message("predict_rnn_horizon", lambda: wrong)
+    assert words in message, message
+    if isinstance(wrong, dict) and len(wrong) == 2 and all(isinstance(v, bool) for v in wrong.values()):
+        assert "measured: T = 20: MSE" in message and "not learned" in message

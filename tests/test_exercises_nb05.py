@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from exercise_helpers import failure_message
+
 from seqlab.exercises import check
-from seqlab.exercises.nb05_gru import _recurrent_param_count
+from seqlab.exercises.nb05_gru import measure_space_gates
 
 
 def make_cell(*, order="rzn", act=None, reset="after", lecture_update=False, output="h"):
@@ -36,9 +38,7 @@ def make_cell(*, order="rzn", act=None, reset="after", lecture_update=False, out
 
 
 def feedback(fn) -> str:
-    result = check("gru_cell", fn)
-    assert not result
-    return repr(result)
+    return failure_message("gru_cell", fn)
 
 
 def test_a_correct_cell_passes_and_matches_torch():
@@ -79,25 +79,37 @@ def test_wrong_return_types_are_explained():
     assert "shape" in feedback(lambda *a: make_cell()(*a).T)
 
 
-@pytest.mark.parametrize("cell, module", [("rnn", torch.nn.RNN), ("gru", torch.nn.GRU), ("lstm", torch.nn.LSTM)])
-def test_param_count_matches_numel_of_torch_and_seqlab(cell, module):
-    import seqlab.nn as snn
+# -- predict, then measure: the word-boundary unit's gates at a space --------------------------------
 
-    ours = {"rnn": snn.RNN, "gru": snn.GRU, "lstm": snn.LSTM}[cell]
-    for I, H in ((10, 20), (2, 32), (64, 256)):
-        want = _recurrent_param_count(cell, I, H)
-        assert want == sum(p.numel() for p in module(I, H).parameters())
-        assert want == sum(p.numel() for p in ours(I, H).parameters())
+def test_space_gate_measurement():
+    measured = measure_space_gates()
+    assert measured["unit"] == 105 and measured["score"] < -1.2, measured     # notebook 5's unit
+    (z_space, z_else), (r_space, r_else) = measured["z"], measured["r"]
+    assert z_space < 0.3 < 0.7 < z_else and r_space < 0.3 < 0.5 < r_else, measured
+    assert measure_space_gates() is measured
 
 
-@pytest.mark.parametrize("fn, words", [
-    (lambda cell, I, H: 4 * (H * I + H * H + 2 * H), "you counted 4 block(s) of weights for 'gru'"),
-    (lambda cell, I, H: {"rnn": 1, "gru": 3, "lstm": 3}[cell] * (H * I + H * H + 2 * H), "it has 4: i, f, g and o"),
-    (lambda cell, I, H: {"rnn": 1, "gru": 3, "lstm": 4}[cell] * (H * I + H * H + H), "two bias vectors"),
-    (lambda cell, I, H: {"rnn": 1, "gru": 3, "lstm": 4}[cell] * (H * I + H * H), "left out the biases"),
-    (lambda cell, I, H: {"rnn": 1, "gru": 3, "lstm": 4}[cell] * (H * I + 2 * H), "recurrent weights"),
-    (lambda cell, I, H: "many", "return an int"),
+def test_space_gate_measurement_leaves_the_global_generator_alone():
+    measure_space_gates.cache_clear()
+    before = torch.random.get_rng_state()
+    measure_space_gates()
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_the_measured_answer_passes():
+    assert check("predict_space_gates", lambda: {"z": "low", "r": "low"})
+
+
+@pytest.mark.parametrize("wrong, words", [
+    ({"z": "high", "r": "low"}, "z is low: z near 0 takes the candidate"),
+    ({"z": "low", "r": "high"}, "r is low: r near 0 builds the candidate from the input alone"),
+    ({"z": "high", "r": "high"}, "starts afresh"),
+    ({"z": "0", "r": "low"}, "answer with a dict"),
+    ({"z": "low"}, "answer with a dict"),
+    (["low", "low"], "answer with a dict"),
 ])
-def test_param_count_mistakes(fn, words):
-    result = check("recurrent_param_count", fn)
-    assert not result and words in repr(result), repr(result)
+def test_wrong_predictions_are_told_the_measurement_and_why(wrong, words):
+    message = failure_message("predict_space_gates", lambda: wrong)
+    assert words in message, message
+    if isinstance(wrong, dict) and len(wrong) == 2 and wrong["z"] in ("low", "high"):
+        assert "measured for unit 105: z 0.18 at spaces" in message

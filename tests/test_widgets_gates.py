@@ -3,6 +3,7 @@ view, and the explorer's controls redraw the picture and the step's numbers. No 
 
 from __future__ import annotations
 
+import html
 import io
 import re
 
@@ -20,7 +21,7 @@ from PIL import Image  # noqa: E402
 from seqlab.data import Vocab  # noqa: E402
 from seqlab.models.charlm import CharLM, CharLMConfig  # noqa: E402
 from seqlab.widgets import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record  # noqa: E402
-from seqlab.widgets.gates import step_table  # noqa: E402
+from seqlab.widgets.gates import LEGEND, QUANTITIES, shown_units, step_table, text_tape  # noqa: E402
 
 TEXT = "In 2010, she moved to Paris.\nFive years later"
 VOCAB = Vocab.chars("".join(chr(c) for c in range(32, 127)) + "\n")
@@ -126,7 +127,7 @@ def test_draw_has_a_panel_and_colour_bar_per_quantity_and_the_step_outlined(reco
     heatmaps = [ax for ax in fig.axes if ax.images and ax.get_ylabel() == "unit"]
     assert len(heatmaps) == panels
     for ax in heatmaps:
-        outlines = [p for p in ax.patches if isinstance(p, Rectangle)]
+        outlines = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()]   # no unit marked
         assert outlines and all(p.get_x() == pytest.approx(6.5) and p.get_width() == 1 for p in outlines)
         assert ax.images[0].get_array().shape == (8, len(TEXT))     # (units, time)
     labels = [t.get_text() for t in heatmaps[-1].get_xticklabels()]
@@ -167,10 +168,11 @@ def _pixels(png: bytes) -> np.ndarray:
 def test_fast_redraw_paints_the_same_picture_as_a_full_one(records):
     record = records["LSTM"]
     live = GatePlot(record)
-    views = [("f", (0, 20), 0), ("f", (0, 20), 9), ("o", (3, 11), 9), ("o", (3, 11), len(TEXT) - 1),
-             ("g", (3, 11), 4), ("i", (3, 11), 4), ("i", (12, 20), 4), ("g", (0, 2), 0)]
+    views = [("f", (0, 20), 0, None), ("f", (0, 20), 9, None), ("o", (3, 11), 9, 5), ("o", (3, 11), len(TEXT) - 1, 5),
+             ("g", (3, 11), 4, 7), ("i", (3, 11), 4, 7), ("i", (12, 20), 4, 7), ("g", (0, 2), 0, 1),
+             ("g", (0, 2), 0, None)]
     # step-only moves reuse the kept picture; a gate change redraws one panel (and, from a sigmoid
-    # gate to g, its colour bar), a units change every panel
+    # gate to g, its colour bar), a units or mark change every panel (a mark outside the units: no outline)
     for view in views:
         live.update(*view)
         fresh = GatePlot(record)
@@ -194,7 +196,8 @@ def _numbers(html: str) -> dict[tuple[str, int], float]:
 def _assert_numbers_match(explorer: GateExplorer, record: GateRecord) -> None:
     step, (lo, hi) = explorer.step.value, explorer.units.value
     numbers = _numbers(explorer.numbers.value)
-    units = list(range(lo, min(hi + 1, lo + 8)))
+    units = shown_units((lo, hi + 1), explorer.watch.value, GateExplorer.TABLE_UNITS)
+    assert explorer.watch.value in units
     assert {unit for _, unit in numbers} == set(units)
     assert {name for name, _ in numbers} == set(record.values)
     for (name, unit), value in numbers.items():
@@ -209,15 +212,17 @@ def explorer(models) -> GateExplorer:
 
 def test_explorer_shows_a_picture_and_the_steps_numbers(explorer, records):
     assert explorer.live.image.value[:8] == b"\x89PNG\r\n\x1a\n" and explorer.redraws == 1
-    assert isinstance(explorer.widget, widgets.VBox) and explorer.live.image in explorer.widget.children
-    assert explorer.numbers in explorer.widget.children and hasattr(explorer, "_ipython_display_")
+    assert isinstance(explorer.widget, widgets.VBox) and hasattr(explorer, "_ipython_display_")
+    side_by_side = explorer.widget.children[4]
+    assert side_by_side.children == (explorer.live.image, explorer.numbers)      # picture and numbers in one row
+    assert explorer.legend in explorer.widget.children and explorer.tape in explorer.widget.children
     assert [value for _, value in explorer.gate.options] == ["i", "f", "g", "o"] and explorer.gate.value == "f"
     assert explorer.step.max == len(TEXT) - 1 and explorer.units.max == HIDDEN - 1
     _assert_numbers_match(explorer, records["LSTM"])
-    assert "(first 8 of the 12 selected units)" in explorer.numbers.value
+    assert "units 0–4 of the selected 0–11" in explorer.numbers.value and explorer.watch.value == 0
 
 
-@pytest.mark.parametrize("control, value", [("step", 9), ("units", (4, 6)), ("gate", "o")])
+@pytest.mark.parametrize("control, value", [("step", 9), ("units", (4, 6)), ("gate", "o"), ("watch", 7)])
 def test_moving_a_control_redraws_and_updates_the_numbers(explorer, records, control, value):
     before, count = explorer.live.image.value, explorer.redraws
     getattr(explorer, control).value = value
@@ -270,3 +275,99 @@ def test_redraws_do_not_leak_figures(explorer):
 def test_step_table_shows_at_most_max_units(records):
     html = step_table(records["GRU"], 3, (0, HIDDEN), max_units=5)
     assert {unit for _, unit in _numbers(html)} == set(range(5)) and "'2'" in html
+
+
+@pytest.mark.parametrize("units, mark, shown", [((0, 20), None, [0, 1, 2, 3, 4]), ((0, 20), 10, [8, 9, 10, 11, 12]),
+                                                ((0, 20), 1, [0, 1, 2, 3, 4]), ((0, 20), 19, [15, 16, 17, 18, 19]),
+                                                ((4, 7), 5, [4, 5, 6]), ((4, 10), 12, [4, 5, 6, 7, 8])])
+def test_the_table_centres_on_the_watched_unit(units, mark, shown):
+    assert shown_units(units, mark, 5) == shown
+
+
+def test_step_table_highlights_the_watched_units_column(records):
+    html = step_table(records["LSTM"], 3, (0, HIDDEN), max_units=5, mark=12)
+    assert {unit for _, unit in _numbers(html)} == {10, 11, 12, 13, 14}
+    assert html.count("background:#fde2e2") == 1 + len(records["LSTM"].values)     # its header and every row
+    assert "units 10–14 of the selected 0–19" in html
+
+
+# -- the watched unit, the legend, the text along the step axis, the size on a slide ---------------
+
+def test_draw_outlines_the_marked_units_row_in_every_panel(records):
+    fig = draw_gates(records["LSTM"], units=(4, 12), mark=9)
+    heatmaps = [ax for ax in fig.axes if ax.get_ylabel() == "unit"]
+    for ax in heatmaps:
+        rows = [p for p in ax.patches if p.get_width() == len(TEXT)]
+        assert len(rows) == 2 and all(p.get_visible() and p.get_y() == 8.5 and p.get_height() == 1 for p in rows)
+    assert "outlined: unit 9" in fig.texts[-1].get_text()
+    hidden = draw_gates(records["LSTM"], units=(4, 12), mark=15)            # not among the units shown
+    assert not any(p.get_visible() for ax in hidden.axes for p in ax.patches if p.get_width() == len(TEXT))
+    assert "outlined" not in hidden.texts[-1].get_text()
+    with pytest.raises(ValueError, match="mark must be a unit in 0..19"):
+        draw_gates(records["LSTM"], mark=HIDDEN)
+
+
+def test_explorer_watches_the_unit_it_is_given(models, records):
+    explorer = GateExplorer(models, VOCAB, TEXT, units=(4, 15), watch=10, step=3)
+    assert explorer.watch.value == 10 and set(unit for _, unit in _numbers(explorer.numbers.value)) == {8, 9, 10, 11, 12}
+    _assert_numbers_match(explorer, records["LSTM"])
+    plot = explorer.plot("LSTM")
+    assert all(p.get_visible() and p.get_y() == 9.5 for marks in plot.row_marks for p in marks)
+    assert "outlined: unit 10" in plot.header.get_text()
+    static = explorer.figure()
+    assert "outlined: unit 10" in static.texts[-1].get_text()
+    with pytest.raises(ValueError, match="outside units"):
+        GateExplorer(models, VOCAB, TEXT, units=(4, 15), watch=2)
+    with pytest.raises(ValueError, match="watch must be a unit in 0..19"):
+        GateExplorer(models, VOCAB, TEXT, watch=HIDDEN)
+
+
+def test_the_watched_unit_and_the_window_follow_each_other_with_one_redraw(models):
+    explorer = GateExplorer(models, VOCAB, TEXT, units=(4, 9), watch=6)
+    count = explorer.redraws
+    explorer.units.value = (10, 15)                 # the window leaves the watched unit: it moves to the edge
+    assert explorer.watch.value == 10 and explorer.redraws == count + 1
+    explorer.watch.value = 2                        # typed outside the window: the window (6 units) centres on it
+    assert explorer.units.value == (0, 5) and explorer.redraws == count + 2
+    explorer.watch.value = 19
+    assert explorer.units.value == (14, 19) and explorer.redraws == count + 3
+    assert explorer.live.last_values["units"] == (14, 19) and explorer.live.last_values["watch"] == 19
+    explorer.model.value = "RNN"                    # 12 units: window and watched unit shrink to fit
+    assert explorer.units.value == (11, 11) and explorer.watch.value == 11 and explorer.watch.max == 11
+
+
+def test_gate_labels_are_short_and_the_legend_says_what_the_gate_does(explorer):
+    labels = [label for label, _ in explorer.gate.options]
+    assert labels == ["i: input gate", "f: forget gate", "g: candidate", "o: output gate"]
+    assert "1 keeps it, 0 erases it" in explorer.legend.value
+    explorer.model.value = "GRU"
+    assert max(len(label) for label, _ in explorer.gate.options) <= 16       # fits the dropdown, never cut
+    assert "1 keeps the old h_{t-1}" in explorer.legend.value and "<b>z</b> (update gate)" in explorer.legend.value
+    explorer.gate.value = "r"
+    assert html.escape(LEGEND["r"]) in explorer.legend.value
+    assert set(LEGEND) == {g for gates in ("ifgo", "rzn", "a") for g in gates} and set(LEGEND) <= set(QUANTITIES)
+
+
+def test_the_text_is_written_along_the_step_slider(explorer):
+    explorer.step.value = 2                          # TEXT[2] is the space before "2010"
+    tape = explorer.tape.value
+    assert re.search(r"<b style='[^']*'>␣</b>2010", tape) and tape.count("<b ") == 1
+    assert re.sub("<[^>]+>", "", tape) == "text: " + TEXT.replace(" ", "␣").replace("\n", "↵")
+    explorer.step.value = 4
+    assert re.search(r"2<b style='[^']*'>0</b>10", explorer.tape.value)
+
+
+def test_a_long_text_shows_a_window_around_the_step(records):
+    record = gate_record(_model("rnn", hidden=4), VOCAB, "abcdefghij" * 30)
+    tape = re.sub("<[^>]+>", "", text_tape(record, 150))
+    assert tape.startswith("text: …") and tape.endswith("…") and len(tape) == len("text: …") + 100 + 1
+
+
+@pytest.mark.parametrize("name, height", [("LSTM", 388), ("GRU", 284)])
+def test_the_picture_fits_beside_the_numbers_on_a_slide(records, name, height):
+    # at the course's 80 dpi: 672 px wide, so that the numbers (370 px) fit beside it in a 1280 px slide,
+    # and at most 388 px tall, so that with the controls (about 130 px) the widget stays under 600 px
+    plot = GatePlot(records[name])
+    plot.update(plot.record.gates[0], (0, 12), 0)
+    width, tall = Image.open(io.BytesIO(plot.png())).size
+    assert (width, tall) == (672, height)

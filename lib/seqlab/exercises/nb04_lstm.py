@@ -1,4 +1,5 @@
-"""Notebook 04 — LSTM: write the cell, split torch's weight matrix into gates, count parameters.
+"""Notebook 04 — LSTM: write the cell, split torch's weight matrix into gates, and predict how far back a
+vanilla RNN can carry the adding problem's first value (checked against a measurement).
 
 The cell checker compares with seqlab's own step (:func:`seqlab.nn.lstm.lstm_step`) and, when
 the answer is wrong, recomputes the cell with each usual mistake (a gate with the wrong
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -212,60 +214,69 @@ register(Exercise(
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 3: count an LSTM's parameters
+# Exercise 3: predict, then measure -- how far back can the vanilla RNN reach?
 # --------------------------------------------------------------------------------------------
 
-def _lstm_param_count(input_size: int, hidden_size: int, num_layers: int) -> int:
-    H, total = hidden_size, 0
-    for layer in range(num_layers):
-        inputs = input_size if layer == 0 else H
-        total += 4 * (H * inputs + H * H + 2 * H)
-    return total
+HORIZON_LENGTHS = (20, 30)      # the RNN fails at T = 50 (section 6); these are the shorter sequences we try
+LEARNED_BELOW = 0.1             # "learns the task": validation MSE below 10 % of the mean-guessing baseline's
 
 
-def _diagnose_count(args: tuple, got: Any, expected: int) -> str | None:
-    I, H, L = args
-    if isinstance(got, bool) or not isinstance(got, int):
-        try:
-            if isinstance(got, Tensor) or float(got) == int(float(got)):
-                return f"return a plain Python int (e.g. int(...)), not a {type(got).__name__}."
-        except (TypeError, ValueError):
-            pass
-        return f"return an int, not a {type(got).__name__}."
+def learned(run: Any) -> bool:
+    """Whether an adding-problem run (a :class:`seqlab.long_range.MemoryRun`) learned the task: its final
+    validation MSE is below ``LEARNED_BELOW`` times that of always answering the mean."""
+    return run.mse < LEARNED_BELOW * run.baseline["mse"]
 
-    def layers(per_layer: Callable[[int], int], count: int = L) -> int:
-        return sum(per_layer(I if layer == 0 else H) for layer in range(count))
 
-    if got == layers(lambda n: 4 * (H * n + H * H + H)):
-        return "torch keeps two bias vectors per layer, b_ih and b_hh (4H each); you counted one."
-    if got == layers(lambda n: 4 * (H * n + H * H)):
-        return "you left out the biases: two vectors of 4H per layer, b_ih and b_hh."
-    if got == layers(lambda n: H * n + H * H + 2 * H):
-        return "each of the four blocks i, f, g, o has its own weights: multiply one block's count by 4."
-    if got == layers(lambda n: 3 * (H * n + H * H + 2 * H)):
-        return "3 blocks is a GRU (r, z, n); an LSTM has 4 (i, f, g, o)."
-    if got == L * 4 * (H * I + H * H + 2 * H):
-        return ("layers above the first read the H outputs of the layer below, not the I inputs: "
-                "their weight_ih is (4H, H).")
-    if got == layers(lambda n: 4 * (H * n + 2 * H)):
-        return "you forgot the recurrent weights weight_hh (4H x H per layer)."
-    if L > 1 and got == layers(lambda n: 4 * (H * n + H * H + 2 * H), 1):
-        return f"that is the first layer only; count all {L} layers."
-    return None
+@lru_cache(maxsize=1)
+def measure_rnn_horizon() -> dict[int, Any]:
+    """The vanilla RNN of notebook 4's section 6, trained the same way (``AddingConfig()``: 32 units, 1,000
+    steps, seed 0) on sequences of each length in ``HORIZON_LENGTHS``: ``{T: MemoryRun}``.
+
+    Measured once per process (about 5 s of one CPU thread per run) and inside ``fork_rng``, so that
+    checking leaves torch's global generator alone. Validation every 100 steps instead of 25: cheaper,
+    and the training itself (batches, seed, steps) is the same.
+    """
+    from seqlab.long_range import AddingConfig, train_adding
+
+    with torch.random.fork_rng(devices=[]):
+        return {T: train_adding("rnn", AddingConfig(length=T, eval_every=100)) for T in HORIZON_LENGTHS}
+
+
+def _horizon_answer() -> dict[int, bool]:
+    return {T: learned(run) for T, run in measure_rnn_horizon().items()}
+
+
+def _same_answer(got: Any, expected: dict[int, bool]) -> bool:
+    return isinstance(got, dict) and set(got) == set(expected) and all(got[T] is expected[T] for T in expected)
+
+
+def _diagnose_horizon(args: tuple, got: Any, expected: dict[int, bool]) -> str | None:
+    if not isinstance(got, dict) or set(got) != set(expected) or not all(isinstance(v, bool) for v in got.values()):
+        shown = sorted(got) if isinstance(got, dict) else type(got).__name__
+        return (f"answer with a dict {{20: True or False, 30: True or False}} (does the RNN learn the task at that "
+                f"length?); got {shown}.")
+    runs = measure_rnn_horizon()
+    measured = "; ".join(f"T = {T}: MSE {run.mse:.4f} against the baseline's {run.baseline['mse']:.3f}, "
+                         f"{'learned' if learned(run) else 'not learned'}" for T, run in runs.items())
+    why = []
+    for T in expected:
+        if got[T] and not expected[T]:
+            why.append(f"at T = {T} it does not: the first marker lies {T // 2} to {T} steps before the answer, and the "
+                       f"signal from it shrinks at every step it travels (notebook 3)")
+        elif expected[T] and not got[T]:
+            why.append(f"at T = {T} it does: from {T // 2} to {T} steps back enough of the signal still arrives, so "
+                       f"T = 50 failed because of the distance, not because adding is too hard for an RNN")
+    return f"measured: {measured}. " + "; ".join(why) + "."
 
 
 register(Exercise(
-    name="lstm_param_count",
-    signature="lstm_param_count(input_size, hidden_size, num_layers) -> int, the number of parameters of "
-              "torch.nn.LSTM(input_size, hidden_size, num_layers) (with biases, one direction)",
-    reference=_lstm_param_count,
-    cases=[
-        Case((10, 20, 1), "10 inputs, 20 units"),
-        Case((64, 256, 1), "the course's character model: embedding 64, 256 units"),
-        Case((5, 8, 2), "two stacked layers"),
-        Case((3, 4, 3), "three stacked layers"),
-        Case((1, 1, 1), "the smallest LSTM"),
-    ],
-    hint="per layer: 4 blocks x (H x inputs + H x H + 2H biases); the first layer's inputs are I, later ones H.",
-    diagnose=_diagnose_count,
+    name="predict_rnn_horizon",
+    signature="predict_rnn_horizon() -> {20: bool, 30: bool}: does the vanilla RNN of section 6 learn the adding "
+              "problem (MSE below 10 % of the baseline's) with sequences of T = 20 and of T = 30 steps "
+              "(checked against a measurement)",
+    reference=_horizon_answer,
+    cases=[Case((), "the RNN of section 6 trained on sequences of T = 20 and T = 30 steps")],
+    hint="the first marker lies in the first half, T/2 to T steps before the answer the loss judges.",
+    diagnose=_diagnose_horizon,
+    same=_same_answer,
 ))

@@ -1,4 +1,5 @@
-"""Notebook 05 — GRU: write the cell (torch's form), count the parameters of RNN, GRU and LSTM.
+"""Notebook 05 — GRU: write the cell (torch's form), and predict what the trained GRU's word-boundary unit does
+with its two gates at a space (checked against a measurement).
 
 The cell checker compares with seqlab's own step (:func:`seqlab.nn.gru.gru_step`) and, when the
 answer is wrong, recomputes the cell with each usual mistake to say which part differs. One of
@@ -10,6 +11,7 @@ product, :math:`W_{hn}(r_t \\odot h_{t-1})` (Cho et al., 2014), where torch appl
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -123,48 +125,71 @@ register(Exercise(
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: parameter counts of the three recurrent layers
+# Exercise 2: predict, then measure -- what the GRU's word-boundary unit does with its two gates at a space
 # --------------------------------------------------------------------------------------------
 
-BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}
+SPACE_GATE_CHARS = 4000        # the first 4,000 characters of the validation text, as in notebooks 4 and 5
+GATE_LEVELS = ("low", "high")  # a gate's mean at spaces below or above 0.5
 
 
-def _recurrent_param_count(cell: str, input_size: int, hidden_size: int) -> int:
-    H = hidden_size
-    return BLOCKS[cell] * (H * input_size + H * H + 2 * H)
+@lru_cache(maxsize=1)
+def measure_space_gates() -> dict[str, Any]:
+    """Notebook 5's measurement on the trained character GRU (``charlm-gru``): over the first 4,000 validation
+    characters, the unit whose update gate separates spaces from other characters best (mean difference
+    in standard deviations, notebook 4's recipe), and that unit's mean reset gate ``r`` and (torch's)
+    update gate ``z`` at spaces and elsewhere:
+    ``{"unit": int, "score": float, "r": (at spaces, elsewhere), "z": (at spaces, elsewhere)}``.
+    Leaves torch's global generator alone; measured once per process."""
+    import numpy as np
+
+    from seqlab.data import char_lm_data
+    from seqlab.pretrained import load_pretrained
+    from seqlab.widgets.gates import gate_record
+
+    data = char_lm_data()
+    with torch.random.fork_rng(devices=[]):      # building the model draws its initial weights: keep the student's
+        model, _ = load_pretrained("charlm-gru")  # generator where it was
+    record = gate_record(model, data.vocab, data.vocab.decode(data.val[:SPACE_GATE_CHARS]))
+    at_space = np.array(record.chars) == " "
+    z = record["z"]                                                           # (T, H)
+    score = (z[at_space].mean(0) - z[~at_space].mean(0)) / (z.std(0) + 1e-6)
+    unit = int(np.abs(score).argmax())
+    means = {g: (float(record[g][at_space, unit].mean()), float(record[g][~at_space, unit].mean())) for g in "rz"}
+    return {"unit": unit, "score": float(score[unit]), **means}
 
 
-def _diagnose_param_count(args: tuple, got: Any, expected: int) -> str | None:
-    cell, I, H = args
-    k = BLOCKS[cell]
-    if isinstance(got, bool) or not isinstance(got, int):
-        return f"return an int, not a {type(got).__name__}."
-    per_block = H * I + H * H + 2 * H
-    for blocks in range(1, 6):
-        if blocks != k and got == blocks * per_block:
-            return (f"you counted {blocks} block(s) of weights for {cell!r}; it has {k}: "
-                    + {"rnn": "one (no gates)", "gru": "r, z and the candidate n", "lstm": "i, f, g and o"}[cell] + ".")
-    if got == k * (H * I + H * H + H):
-        return "torch keeps two bias vectors per block, b_ih and b_hh; you counted one."
-    if got == k * (H * I + H * H):
-        return "you left out the biases: b_ih and b_hh, each of length (blocks x H)."
-    if got == k * (H * I + 2 * H):
-        return "you forgot the recurrent weights W_hh (blocks x H rows, H columns)."
-    return None
+def _space_gates_answer() -> dict[str, str]:
+    measured = measure_space_gates()
+    return {g: "low" if measured[g][0] < 0.5 else "high" for g in "zr"}
+
+
+_MEANING = {
+    ("z", "low"): "z near 0 takes the candidate n_t and drops the old h_{t-1} (torch's z: 1 keeps)",
+    ("z", "high"): "z near 1 keeps the old h_{t-1} and ignores the candidate (torch's z: 1 keeps)",
+    ("r", "low"): "r near 0 builds the candidate from the input alone, without the old state",
+    ("r", "high"): "r near 1 lets the old state's W_hn h_{t-1} into the candidate",
+}
+
+
+def _diagnose_space_gates(args: tuple, got: Any, expected: dict[str, str]) -> str | None:
+    if not isinstance(got, dict) or set(got) != {"z", "r"} or not all(v in GATE_LEVELS for v in got.values()):
+        shown = {k: got[k] for k in sorted(got)} if isinstance(got, dict) else type(got).__name__
+        return f"answer with a dict {{'z': 'low' or 'high', 'r': 'low' or 'high'}}; got {shown}."
+    measured = measure_space_gates()
+    said = ", ".join(f"{g} {measured[g][0]:.2f} at spaces and {measured[g][1]:.2f} elsewhere" for g in "zr")
+    wrong = [f"{g} is {expected[g]}: {_MEANING[g, expected[g]]}" for g in "zr" if got[g] != expected[g]]
+    return (f"measured for unit {measured['unit']}: {said}. " + "; ".join(wrong)
+            + ". Together: at a space the unit starts afresh, as notebook 4's LSTM unit did with f near 0 and i near 1.")
 
 
 register(Exercise(
-    name="recurrent_param_count",
-    signature="recurrent_param_count(cell, input_size, hidden_size) -> int, for cell in 'rnn', 'gru', 'lstm': "
-              "the number of parameters of the torch.nn layer (one layer, one direction, with biases)",
-    reference=_recurrent_param_count,
-    cases=[
-        Case(("gru", 10, 20), "a GRU with 10 inputs and 20 units"),
-        Case(("lstm", 10, 20), "an LSTM of the same size"),
-        Case(("rnn", 10, 20), "a vanilla RNN of the same size"),
-        Case(("gru", 64, 256), "the course's character model as a GRU"),
-        Case(("gru", 2, 32), "the GRU of the adding problem"),
-    ],
-    hint="blocks x (H x I + H x H + 2H), with 1 block for an RNN, 3 for a GRU (r|z|n) and 4 for an LSTM (i|f|g|o).",
-    diagnose=_diagnose_param_count,
+    name="predict_space_gates",
+    signature="predict_space_gates() -> {'z': 'low' or 'high', 'r': 'low' or 'high'}: the mean of torch's update "
+              "gate z and of the reset gate r of the GRU's word-boundary unit at spaces, below or above 0.5 "
+              "(checked against a measurement)",
+    reference=_space_gates_answer,
+    cases=[Case((), "the GRU's word-boundary unit over 4,000 characters of validation text")],
+    hint="h_t = (1 - z) * n + z * h_{t-1}, and n = tanh(W_in x + b_in + r * (W_hn h_{t-1} + b_hn)): which values "
+         "make a unit forget the word it just read?",
+    diagnose=_diagnose_space_gates,
 ))

@@ -9,11 +9,15 @@ Three parts, as for every course widget:
   gate, the cell state (LSTM only) and the hidden state, with the chosen step's column outlined
   in every panel. :class:`GatePlot` is the same figure kept alive and updated in place, which is
   what makes the widget answer quickly.
-- **controls** -- :class:`GateExplorer` joins them with ipywidgets (model, gate, units, step)
-  through :class:`~seqlab.widgets.live.LiveFigure`, and shows the chosen step's numbers.
+- **controls** -- :class:`GateExplorer` joins them with ipywidgets (model, gate, units, a unit
+  to watch, step) through :class:`~seqlab.widgets.live.LiveFigure`, and shows the chosen step's
+  numbers for the units around the watched one, whose row is outlined in the picture.
 
     models = {"LSTM": load_pretrained("charlm-lstm")[0], "GRU": load_pretrained("charlm-gru")[0]}
-    GateExplorer(models, char_lm_data().vocab, "In 2010, she moved to Paris.")
+    GateExplorer(models, char_lm_data().vocab, "In 2010, she moved to Paris.", units=(117, 132), watch=125)
+
+The widget is laid out for a 1280 x 720 slide: about 1,050 px wide and under 600 px tall at the
+course's figure resolution (picture and numbers side by side).
 
 The GRU's ``z`` is torch's update gate: :math:`h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}`, so
 ``z`` near 1 *keeps* the old state (the lectures' :math:`z_t` is torch's :math:`1 - z_t`; see
@@ -56,10 +60,21 @@ QUANTITIES: dict[str, tuple[str, str, str]] = {
     "o": ("o_t", "output gate", "sigmoid"),
     "c": ("c_t", "cell state", "signed"),
     "r": ("r_t", "reset gate", "sigmoid"),
-    "z": ("z_t", "update gate (1 keeps the old h)", "sigmoid"),
+    "z": ("z_t", "update gate", "sigmoid"),
     "n": ("n_t", "candidate h̃_t", "tanh"),
     "a": ("a_t", "pre-activation", "signed"),
     "h": ("h_t", "hidden state", "tanh"),
+}
+# what each gate does, in one line: the legend under the controls (the dropdown keeps its labels short)
+LEGEND: dict[str, str] = {
+    "i": "how much of the candidate g_t to write into c_t (0: nothing, 1: all of it)",
+    "f": "how much of the old memory c_{t-1} to keep (1 keeps it, 0 erases it)",
+    "g": "the candidate c̃_t, what could be written into c_t, in (-1, 1)",
+    "o": "how much of tanh(c_t) to show as h_t (1 shows it, 0 hides it)",
+    "r": "how much of the old state's product W_hn h_{t-1} enters the candidate n_t",
+    "z": "torch's convention: 1 keeps the old h_{t-1}, 0 takes the candidate n_t (the lectures' z_t is 1 - z_t)",
+    "n": "the candidate h̃_t, what could replace the old state, in (-1, 1)",
+    "a": "the pre-activation: a vanilla RNN has no gate, h_t = tanh(a_t)",
 }
 SEQUENTIAL_CMAP, DIVERGING_CMAP = "viridis", "RdBu_r"
 VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}  # characters that would be blank as labels
@@ -173,7 +188,8 @@ def _limit(record: GateRecord, name: str) -> tuple[float, float]:
     return -bound, bound
 
 
-def _check_view(record: GateRecord, gate: str, units: tuple[int, int], step: int) -> tuple[int, int]:
+def _check_view(record: GateRecord, gate: str, units: tuple[int, int], step: int,
+                mark: int | None = None) -> tuple[int, int]:
     if gate not in record.gates:
         raise ValueError(f"gate must be one of {record.gates} for a {record.cell.upper()}, got {gate!r}")
     start, stop = (int(u) for u in units)
@@ -182,6 +198,8 @@ def _check_view(record: GateRecord, gate: str, units: tuple[int, int], step: int
                          f"got {units}")
     if not 0 <= step < record.steps:
         raise ValueError(f"step must be in 0..{record.steps - 1}, got {step}")
+    if mark is not None and not 0 <= mark < record.hidden_size:
+        raise ValueError(f"mark must be a unit in 0..{record.hidden_size - 1} (or None), got {mark}")
     return start, stop
 
 
@@ -197,20 +215,24 @@ class GatePlot:
     """A gate figure that stays alive: :meth:`update` changes its artists in place.
 
     Built once per record. Moving the units or the gate swaps image data, colour limits and
-    titles; moving the step only moves the highlight. :meth:`png` renders it for the widget in
+    titles; moving the step only moves the highlight. ``mark`` outlines one unit's row in every
+    panel (when it is among the units shown). :meth:`png` renders it for the widget in
     three layers (matplotlib's blitting), each kept as pixels until something in it changes:
 
     - *static*: frames, colour bars, the characters under the bottom panel; kept per set of
       colour maps and limits (a handful per model), since colour bars are the dearest part;
-    - *view*: the heatmaps, unit axes, spines and titles, redrawn over the static layer, panel
-      by panel, when the gate (one panel) or the units (every panel) change;
+    - *view*: the heatmaps, unit axes, spines, titles and the marked unit's outline, redrawn over
+      the static layer, panel by panel, when the gate (one panel) or the units or the mark (every
+      panel) change;
     - *step*: the highlight, the red character and the header, drawn over the view layer at
       every move.
 
     The figure is a :class:`GateFigure`, not registered with pyplot.
     """
 
-    WIDTH, PANEL_HEIGHT, TOP, BOTTOM = 9.5, 1.7, 0.5, 0.45      # inches
+    # inches: at the course's 80 dpi the LSTM's three panels are 672 x 388 px, so that picture, numbers
+    # and controls fit a 1280 x 720 slide
+    WIDTH, PANEL_HEIGHT, TOP, BOTTOM = 8.4, 1.3, 0.5, 0.45
     LEFT, RIGHT = 0.6, 0.65                                      # inches
 
     def __init__(self, record: GateRecord, *, dpi: int = FIGURE_DPI):
@@ -225,7 +247,7 @@ class GatePlot:
         grid = fig.add_gridspec(n, 2, width_ratios=(1, 0.018), wspace=0.02, hspace=0.3,
                                 left=self.LEFT / self.WIDTH, right=1 - self.RIGHT / self.WIDTH,
                                 top=1 - self.TOP / height, bottom=self.BOTTOM / height)
-        self.axes, self.images, self.colorbars, self.titles = [], [], [], []
+        self.axes, self.images, self.colorbars, self.titles, self.row_marks = [], [], [], [], []
         self.dynamic: list = []          # the step layer: what a step move changes
         self.view_artists: list = []     # the view layer, per panel: what a gate or units change changes
         for row, panel in enumerate(self.panels):
@@ -252,7 +274,14 @@ class GatePlot:
                                   clip_on=False, zorder=3)
                 ax.add_patch(patch)
                 self.dynamic.append(patch)
-            self.view_artists.append([image, *ax.spines.values(), ax.yaxis, self.titles[-1]])
+            # the marked unit's row: a black outline on a white one, over the spines, under the step's
+            # outline (zorder 2.8: the order the layers draw in, which savefig follows too)
+            row_marks = [Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor=colour, lw=width, zorder=2.8,
+                                   visible=False) for colour, width in (("white", 2.6), ("black", 1.1))]
+            for patch in row_marks:
+                ax.add_patch(patch)
+            self.row_marks.append(row_marks)
+            self.view_artists.append([image, *ax.spines.values(), ax.yaxis, self.titles[-1], *row_marks])
             self.axes.append(ax)
             self.images.append(image)
             self.colorbars.append(colorbar)
@@ -297,11 +326,19 @@ class GatePlot:
         description = description.replace("c̃_t", r"$\tilde{c}_t$").replace("h̃_t", r"$\tilde{h}_t$")
         self.titles[row].set_text(f"${symbol}$  {description}")
 
-    def update(self, gate: str, units: tuple[int, int], step: int) -> GateFigure:
-        """Show ``gate`` (one of ``record.gates``), units ``start <= u < stop``, and highlight ``step``."""
+    def update(self, gate: str, units: tuple[int, int], step: int, mark: int | None = None) -> GateFigure:
+        """Show ``gate`` (one of ``record.gates``), units ``start <= u < stop``, highlight ``step``, and
+        outline the row of unit ``mark`` (if it is one of the units shown)."""
         record = self.record
-        start, stop = _check_view(record, gate, units, step)
-        old_units = self.view[1] if self.view else None
+        start, stop = _check_view(record, gate, units, step, mark)
+        old_units, old_mark = (self.view[1], self.view[3]) if self.view else (None, None)
+        shown_mark = mark if mark is not None and start <= mark < stop else None
+        if (start, stop) != old_units or mark != old_mark:
+            for row_marks in self.row_marks:
+                for patch in row_marks:
+                    patch.set_visible(shown_mark is not None)
+                    patch.set_y((shown_mark if shown_mark is not None else start) - 0.5)
+            self._stale_panels.update(range(len(self.panels)))
         for row, panel in enumerate(self.panels):
             name = gate if panel == "gate" else panel
             if name != self._quantities[row] or (start, stop) != old_units:
@@ -316,9 +353,10 @@ class GatePlot:
         self.step_label.set_x(step)
         self.step_label.set_text(_visible(record.chars[step]))
         layer = f"layer {record.layer}" + (f", {record.direction}" if record.direction != "forward" else "")
-        self.header.set_text(f"{record.mode.replace('_', ' ')} ({layer}), units {start}–{stop - 1}:  "
+        outlined = f", outlined: unit {shown_mark}" if shown_mark is not None else ""
+        self.header.set_text(f"{record.mode.replace('_', ' ')} ({layer}), units {start}–{stop - 1}{outlined}:  "
                              f"step t = {step} reads {_visible(record.chars[step])!r}")
-        self.view = (gate, (start, stop), step)
+        self.view = (gate, (start, stop), step, mark)
         return self.figure
 
     def _panel_band(self, row: int) -> Bbox:
@@ -369,65 +407,111 @@ class GatePlot:
 
 
 def draw_gates(record: GateRecord, gate: str | None = None, units: tuple[int, int] | None = None,
-               step: int = 0) -> GateFigure:
+               step: int = 0, mark: int | None = None) -> GateFigure:
     """Heatmaps over time x units of ``gate``, the cell state (LSTM) and the hidden state.
 
     ``units=(start, stop)`` selects units ``start <= u < stop`` (default: the first 32);
     ``gate`` defaults to the forget gate (LSTM), the update gate (GRU) or the pre-activation
-    (RNN). The column of ``step`` is outlined in every panel. Returns a new Figure.
+    (RNN). The column of ``step`` is outlined in every panel, and the row of unit ``mark`` (if
+    given and shown). Returns a new Figure.
     """
     gate = DEFAULT_GATE[record.cell] if gate is None else gate
     units = (0, min(32, record.hidden_size)) if units is None else units
-    return GatePlot(record).update(gate, units, step)
+    return GatePlot(record).update(gate, units, step, mark)
 
 
 # ================================================================================================
 # controls
 # ================================================================================================
 
-def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: str | None = None,
-               max_units: int = 8) -> str:
-    """HTML with the numbers of one step: the character, the model's guess of the next one, and every
-    traced value for the first ``max_units`` of units ``start <= u < stop`` (row ``gate`` in bold)."""
+def shown_units(units: tuple[int, int], mark: int | None = None, max_units: int = 8) -> list[int]:
+    """The units a step table lists: ``max_units`` of ``start <= u < stop``, centred on ``mark`` when
+    it is one of them, else the first ones."""
     start, stop = units
-    shown = list(range(start, min(stop, start + max_units)))
+    count = min(max_units, stop - start)
+    if mark is None or not start <= mark < stop:
+        first = start
+    else:
+        first = min(max(mark - count // 2, start), stop - count)
+    return list(range(first, first + count))
+
+
+def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: str | None = None,
+               max_units: int = 8, mark: int | None = None) -> str:
+    """HTML with the numbers of one step: the character, the model's guess of the next one, and every
+    traced value for ``max_units`` of units ``start <= u < stop`` (centred on unit ``mark`` if it is one
+    of them, its column highlighted; row ``gate`` in bold)."""
+    start, stop = units
+    shown = shown_units(units, mark, max_units)
     T = record.steps
-    left = "".join(record.chars[max(0, step - 20):step])
-    right = "".join(record.chars[step + 1:step + 11])
-    context = (html.escape(left.replace("\n", "↵")) + "<b style='color:crimson;text-decoration:underline'>"
-               + html.escape(_visible(record.chars[step])) + "</b>" + html.escape(right.replace("\n", "↵")))
     lines = [f"<div style='font-family:monospace;font-size:12px'>"
-             f"<div>step <b>t = {step}</b> of {T}: reads <b>{html.escape(repr(record.chars[step]))}</b>"
-             f" &nbsp;…{context}…</div>"]
+             f"<div>step <b>t = {step}</b> of {T}: reads <b>{html.escape(repr(record.chars[step]))}</b></div>"]
     if record.top_next:
         guesses = ", ".join(f"{html.escape(repr(ch))} {p:.2f}" for ch, p in record.top_next[step])
-        lines.append(f"<div>model's next-character guess: {guesses}</div>")
+        lines.append(f"<div>next-character guess: {guesses}</div>")
     names = [n for n in ("i", "f", "g", "o", "r", "z", "n", "a", "c", "h") if n in record.values]
-    cell = "style='padding:1px 6px;text-align:right'"
-    rows = ["<tr><th " + cell + ">unit</th>" + "".join(f"<th {cell}>{u}</th>" for u in shown) + "</tr>"]
+    cell = "padding:1px 5px;text-align:right"
+    marked = "background:#fde2e2;"
+
+    def style(u: int) -> str:
+        return f"style='{marked if u == mark else ''}{cell}'"
+
+    header = "".join(f"<th {style(u)}>{u}</th>" for u in shown)
+    rows = [f"<tr><th style='{cell}'>unit</th>{header}</tr>"]
     for name in names:
         symbol, description, _ = QUANTITIES[name]
-        values = "".join(f"<td {cell} data-name='{name}' data-unit='{u}'>{record[name][step, u]:+.3f}</td>"
+        values = "".join(f"<td {style(u)} data-name='{name}' data-unit='{u}'>{record[name][step, u]:+.3f}</td>"
                          for u in shown)
         weight = "font-weight:bold;" if name == gate else ""
-        rows.append(f"<tr style='{weight}'><td style='padding:1px 6px;text-align:left'>{name} "
-                    f"<span style='color:#666'>{html.escape(description)}</span></td>{values}</tr>")
-    more = f" (first {len(shown)} of the {stop - start} selected units)" if stop - start > len(shown) else ""
+        rows.append(f"<tr style='{weight}'><td style='padding:1px 5px;text-align:left' title='{html.escape(description)}'>"
+                    f"{name} <span style='color:#666'>{html.escape(description.split(' ')[0])}</span></td>{values}</tr>")
+    more = ""
+    if stop - start > len(shown):
+        more = f"<div>units {shown[0]}–{shown[-1]} of the selected {start}–{stop - 1}</div>"
     lines.append(f"<table style='border-collapse:collapse'>{''.join(rows)}</table>{more}</div>")
     return "".join(lines)
 
 
+TAPE_CHARS = 100          # characters the text line above the step slider shows (a window of a longer text)
+
+
+def text_tape(record: GateRecord, step: int) -> str:
+    """HTML: the whole text in one line, the character read at ``step`` in red, underlined -- the step
+    slider's axis written out in characters."""
+    first = min(max(step - TAPE_CHARS // 2, 0), max(record.steps - TAPE_CHARS, 0))   # a long text: a window
+    chars = [html.escape(_visible(ch)) for ch in record.chars[first:first + TAPE_CHARS]]
+    chars[step - first] = f"<b style='color:crimson;text-decoration:underline;background:#fde2e2'>{chars[step - first]}</b>"
+    before = "…" if first > 0 else ""
+    after = "…" if first + TAPE_CHARS < record.steps else ""
+    return (f"<div style='font-family:monospace;font-size:13px;white-space:pre;overflow:hidden'>"
+            f"text: {before}{''.join(chars)}{after}</div>")
+
+
+def gate_legend(gate: str) -> str:
+    """HTML: one line on what the chosen gate (or quantity) does."""
+    symbol, description, _ = QUANTITIES[gate]
+    return (f"<div style='font-size:12px'><b>{html.escape(gate)}</b> ({html.escape(description)}): "
+            f"{html.escape(LEGEND[gate])}</div>")
+
+
 class GateExplorer:
-    """Widget: pick a model, a gate, units and a time step; see the heatmaps and the step's numbers.
+    """Widget: pick a model, a gate, units, a unit to watch and a time step; see the heatmaps and the
+    step's numbers.
 
     ``models`` maps a label (shown in the model dropdown) to a CharLM; each is run over ``text``
     once, when first shown. The units slider is inclusive at both ends (as it reads); the
-    figure shows units ``lo..hi``. Set controls from code (``explorer.step.value = 5``) to
-    drive it without a display; ``explorer.live`` is the underlying LiveFigure.
+    figure shows units ``lo..hi``. ``watch`` is a unit to follow (default: the window's first):
+    its row is outlined in the picture and the numbers list the five units around it. Moving the
+    units window away from it moves it into the window; typing a unit outside the window moves the
+    window to it. Set controls from code (``explorer.step.value = 5``) to drive it without a
+    display; ``explorer.live`` is the underlying LiveFigure.
     """
 
+    TABLE_UNITS = 5        # columns of the numbers table: five units fit beside the picture on a slide
+
     def __init__(self, models: Mapping[str, torch.nn.Module], vocab: Vocab, text: str, *,
-                 units: tuple[int, int] = (0, 31), step: int = 0, dpi: int = FIGURE_DPI):
+                 units: tuple[int, int] = (0, 31), step: int = 0, watch: int | None = None,
+                 dpi: int = FIGURE_DPI):
         if not models:
             raise ValueError("models is empty: give at least one, e.g. {'LSTM': model}")
         self.models = dict(models)
@@ -438,25 +522,41 @@ class GateExplorer:
         record = self.record(first)
         hidden = record.hidden_size
         lo, hi = min(units[0], hidden - 1), min(units[1], hidden - 1)
+        if watch is not None and not 0 <= watch < hidden:
+            raise ValueError(f"watch must be a unit in 0..{hidden - 1}, got {watch}")
+        if watch is not None and not lo <= watch <= hi:
+            raise ValueError(f"watch={watch} is outside units={units}: pick a window that contains it")
         self.model = widgets.Dropdown(options=list(self.models), value=first, description="model",
-                                      layout=widgets.Layout(width="190px"))
+                                      layout=widgets.Layout(width="150px"), style={"description_width": "45px"})
         self.gate = widgets.Dropdown(options=self._gate_options(record), value=DEFAULT_GATE[record.cell],
-                                     description="gate", layout=widgets.Layout(width="290px"))
+                                     description="gate", layout=widgets.Layout(width="210px"),
+                                     style={"description_width": "35px"})
         slider = {"continuous_update": True, "style": {"description_width": "initial"}}
         self.units = widgets.IntRangeSlider(value=(lo, hi), min=0, max=hidden - 1, description="units",
                                             layout=widgets.Layout(width="360px"), **slider)
+        self.watch = widgets.BoundedIntText(value=lo if watch is None else watch, min=0, max=hidden - 1,
+                                            description="watch unit", layout=widgets.Layout(width="170px"),
+                                            style={"description_width": "75px"})
         self.step = widgets.IntSlider(value=min(step, record.steps - 1), min=0, max=record.steps - 1,
-                                      description="step t", layout=widgets.Layout(width="560px"), **slider)
-        self.numbers = widgets.HTML()
-        # registered before the LiveFigure's own observers, so it runs first on a model switch
+                                      description="step t", layout=widgets.Layout(width="680px"), **slider)
+        self.legend = widgets.HTML(gate_legend(self.gate.value))
+        self.tape = widgets.HTML()
+        self.numbers = widgets.HTML(layout=widgets.Layout(width="370px"))
+        # registered before the LiveFigure's own observers, so they run first: a model switch, a units
+        # move or a watched unit that need another control to follow are redrawn once
         self.model.observe(self._on_model, names="value")
+        self.units.observe(self._on_units, names="value")
+        self.watch.observe(self._on_watch, names="value")
         self.dpi = dpi
         # render= keeps one figure per model alive and blits it (GatePlot.png), instead of
         # building and fully rendering a new figure at every slider move
         self.live = LiveFigure(None, {"model": self.model, "gate": self.gate, "units": self.units,
-                                      "step": self.step}, render=self._render, dpi=dpi)
-        self.widget = widgets.VBox([widgets.HBox([self.model, self.gate, self.units]), self.step,
-                                    self.live.image, self.numbers, self.live.status],
+                                      "watch": self.watch, "step": self.step}, render=self._render, dpi=dpi)
+        self.widget = widgets.VBox([widgets.HBox([self.model, self.gate, self.units, self.watch]), self.legend,
+                                    self.tape, self.step,
+                                    widgets.HBox([self.live.image, self.numbers],
+                                                 layout=widgets.Layout(align_items="flex-start")),
+                                    self.live.status],
                                    layout=widgets.Layout(align_items="flex-start"))  # no stretched picture
 
     # compute, cached per model ------------------------------------------------------------------
@@ -468,11 +568,12 @@ class GateExplorer:
 
     @staticmethod
     def _gate_options(record: GateRecord) -> list[tuple[str, str]]:
-        return [(f"{g}: {QUANTITIES[g][1]}", g) for g in record.gates]
+        # short labels ("z: update gate"): what the gate does is the legend's line below the controls
+        return [(f"{g}: {QUANTITIES[g][1].removesuffix(' c̃_t').removesuffix(' h̃_t')}", g) for g in record.gates]
 
     # controls -------------------------------------------------------------------------------------
     def _on_model(self, change) -> None:
-        """Model switched: gate options follow its cell type, the units slider its size."""
+        """Model switched: gate options follow its cell type, the units slider and watched unit its size."""
         record = self.record(change["new"])
         # no redraw at the end: the LiveFigure's own observer of the model dropdown runs next
         with self.live.held(redraw=False):
@@ -481,8 +582,27 @@ class GateExplorer:
             self.gate.value = gate if gate in record.gates else DEFAULT_GATE[record.cell]
             if self.units.max != record.hidden_size - 1:
                 lo, hi = self.units.value
-                self.units.max = record.hidden_size - 1
-                self.units.value = (min(lo, record.hidden_size - 1), min(hi, record.hidden_size - 1))
+                top = record.hidden_size - 1
+                self.units.max = top
+                self.units.value = (min(lo, top), min(hi, top))
+                self.watch.max = top
+                self.watch.value = min(max(self.watch.value, self.units.value[0]), self.units.value[1])
+
+    def _on_units(self, change) -> None:
+        """Units moved: a watched unit left outside the window moves to its nearest edge."""
+        lo, hi = change["new"]
+        if not lo <= self.watch.value <= hi:
+            with self.live.held(redraw=False):
+                self.watch.value = min(max(self.watch.value, lo), hi)
+
+    def _on_watch(self, change) -> None:
+        """A unit typed outside the window: the window (same width) moves to centre on it."""
+        unit, (lo, hi) = change["new"], self.units.value
+        if not lo <= unit <= hi:
+            width = hi - lo
+            new_lo = min(max(unit - width // 2, 0), self.units.max - width)
+            with self.live.held(redraw=False):
+                self.units.value = (new_lo, new_lo + width)
 
     # draw -----------------------------------------------------------------------------------------
     def plot(self, name: str) -> GatePlot:
@@ -491,17 +611,20 @@ class GateExplorer:
             self._plots[name] = GatePlot(self.record(name), dpi=self.dpi)
         return self._plots[name]
 
-    def _render(self, model: str, gate: str, units: tuple[int, int], step: int) -> bytes:
+    def _render(self, model: str, gate: str, units: tuple[int, int], watch: int, step: int) -> bytes:
         view = (units[0], units[1] + 1)                 # slider (lo, hi) inclusive -> [start, stop)
         plot = self.plot(model)
-        plot.update(gate, view, step)
-        self.numbers.value = step_table(plot.record, step, view, gate=gate)
+        plot.update(gate, view, step, watch)
+        self.numbers.value = step_table(plot.record, step, view, gate=gate, max_units=self.TABLE_UNITS, mark=watch)
+        self.tape.value = text_tape(plot.record, step)
+        self.legend.value = gate_legend(gate)
         return plot.png()
 
     def figure(self) -> GateFigure:
         """A new static figure of the current view (for a notebook's saved output)."""
         lo, hi = self.units.value
-        return draw_gates(self.record(self.model.value), self.gate.value, (lo, hi + 1), self.step.value)
+        return draw_gates(self.record(self.model.value), self.gate.value, (lo, hi + 1), self.step.value,
+                          self.watch.value)
 
     @property
     def redraws(self) -> int:
