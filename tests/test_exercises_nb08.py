@@ -64,3 +64,35 @@ def test_references_agree_with_the_library():
     for n in (1, 2, 3):
         assert EXERCISES["modified_precision"].reference(candidate, reference, n) == \
             modified_precision(candidate, [reference], n)
+
+
+@pytest.fixture
+def measured_reversal():
+    from seqlab.exercises import nb08_attention
+
+    nb08_attention.record_reversal_24(0.27, 0.84)
+    yield
+    nb08_attention.REVERSAL_24._value = None          # other tests see the state of a fresh session
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    ((0.1, 0.84), "well above guessing"),
+    ((0.6, 0.84), "cannot carry 24 digits"),
+    ((0.27, 1.0), "still degrades at the longest lengths"),
+    ((0.27, 0.5), "reads every encoder state directly"),
+    ((27, 84), "not percentages"),
+    (0.5, "put two shares"),
+])
+def test_predict_reversal_24_judges_against_the_measurement(measured_reversal, prediction, hint):
+    message = failure_message("predict_reversal_24", lambda: prediction)
+    assert hint in message and ("measured 27% without attention and 84% with" in message or not isinstance(prediction, tuple)
+                                or max(prediction) > 1)
+
+
+def test_predict_reversal_24_accepts_within_ten_points(measured_reversal):
+    assert check("predict_reversal_24", lambda: (0.3, 0.9)) and check("predict_reversal_24", lambda: [0.2, 0.8])
+    assert not check("predict_reversal_24", lambda: (0.3, 0.95))
+
+
+def test_predict_reversal_24_before_the_measurement_says_what_to_run():
+    assert "nothing measured yet: run section 5" in failure_message("predict_reversal_24", lambda: (0.3, 0.9))

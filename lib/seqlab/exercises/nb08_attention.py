@@ -1,4 +1,5 @@
-"""Notebook 08 — attention: one attention step, a masked softmax, BLEU's modified precision."""
+"""Notebook 08 — attention: one attention step, a masked softmax, BLEU's modified precision, and a prediction
+about reversing 24 digits with and without attention (judged against the notebook's own measurement)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 from torch import Tensor
 
 from seqlab.exercises._core import Case, Exercise, randn64, register, tensors_close
+from seqlab.exercises._measured import Measurement
 
 
 _randn = randn64
@@ -140,4 +142,74 @@ register(Exercise(
          "min(candidate count, reference count); total = number of candidate n-grams.",
     diagnose=_diagnose_precision,
     same=lambda got, expected: isinstance(got, (tuple, list)) and len(got) == 2 and tuple(got) == tuple(expected),
+))
+
+
+# -- 4. predict, then measure: 24 digits with and without attention ------------------------------------
+REVERSAL_24 = Measurement("the share of digits right at 24 digits", "section 5's cell that prints the table by length")
+TOLERANCE = 0.10          # ten percentage points
+
+
+def record_reversal_24(without_attention: float, with_attention: float) -> None:
+    """The notebook's measurement: the share of digits in the right place for strings of 24 digits (0..1)."""
+    REVERSAL_24.record((float(without_attention), float(with_attention)))
+
+
+def _predict_reversal_24() -> tuple[float, float] | None:
+    return REVERSAL_24._value
+
+
+def _as_pair(got: Any) -> tuple[float, float] | None:
+    try:
+        a, b = got
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        return float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+
+
+def _same_reversal(got: Any, expected: tuple[float, float] | None) -> bool:
+    if expected is None:                    # nothing measured (the test suite runs the reference alone)
+        return got is None
+    pair = _as_pair(got)
+    return pair is not None and all(abs(g - e) <= TOLERANCE for g, e in zip(pair, expected))
+
+
+def _diagnose_reversal(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
+    if expected is None:
+        return f"nothing measured yet: run {REVERSAL_24.where}, then check your prediction again."
+    pair = _as_pair(got)
+    if pair is None:
+        return "put two shares in my_prediction: (without attention, with attention), e.g. (0.5, 0.5)."
+    (without, with_att), (m_without, m_with) = pair, expected
+    if max(pair) > 1:
+        return f"give shares between 0 and 1 (0.5 for 50%), not percentages: you wrote {pair}."
+    told = f"measured {m_without:.0%} without attention and {m_with:.0%} with; you predicted {without:.0%} and {with_att:.0%}"
+    advice = []
+    if abs(without - m_without) > TOLERANCE:
+        if without < m_without:
+            advice.append("without attention it is well above guessing (10%): the first digits written are the last "
+                          "ones read, still fresh in c")
+        else:
+            advice.append("without attention, 64 numbers (after 800 steps) cannot carry 24 digits: past the first few "
+                          "written, the digits are close to guesses")
+    if abs(with_att - m_with) > TOLERANCE:
+        if with_att > m_with:
+            advice.append("with attention it still degrades at the longest lengths: the model must find the right "
+                          "position among 24 similar states at every step, and lengths near 24 are the rarest in training")
+        else:
+            advice.append("attention reads every encoder state directly: most digits survive even at 24")
+    return f"{told}. " + "; ".join(advice) + "."
+
+
+register(Exercise(
+    name="predict_reversal_24",
+    signature="(without_attention, with_attention): your prediction of the share of digits in the right place "
+              "for strings of 24 digits after 800 steps (checked against the notebook's measurement, +-0.10 each)",
+    reference=_predict_reversal_24,
+    cases=[Case((), "reversing 24 digits, 800 steps, 64 units: without and with attention")],
+    hint="without attention, think of notebook 7's curve; with attention, the decoder can look up each digit.",
+    diagnose=_diagnose_reversal,
+    same=_same_reversal,
 ))
