@@ -62,7 +62,7 @@ def rnn_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
 
 def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice) and ``(dL/dh_{t-1},)``.
+    r"""Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice) and ``(dL/dh_{t-1},)``.
 
     The same step as :func:`seqlab.gradients.bptt_step`, which notebook 03 writes out in the
     lectures' notation: ``grad_h`` is its :math:`\bar h_t`, ``grad_a`` its :math:`\delta_t`, and
