@@ -1,0 +1,157 @@
+"""Notebook 13's exercises: typical wrong answers get the hint that names what is wrong, in one-line summaries."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seqlab.decoding import sample_next
+from seqlab.exercises import EXERCISES, check, exercises_of
+from seqlab.models.gpt import GPT, GPTConfig
+
+from exercise_helpers import failure_message
+
+
+def test_the_references_pass_and_the_messages_are_short():
+    assert set(exercises_of("nb13")) == {"lm_targets", "top_k_filter", "kv_cache_bytes"}
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb13").items())
+    text = failure_message("top_k_filter", threshold(whole_tensor=True))        # right on one row, wrong on three
+    assert "check 2 of 5" in text and "<tensor of shape (3, 8), float64>" in text and len(text.splitlines()) == 3
+    assert "tensor([[" not in text
+
+
+# -- lm_targets ---------------------------------------------------------------------------------------------
+def test_the_lm_targets_reference_is_what_lm_batches_feed_the_model():
+    from seqlab.data import LMBatches
+
+    ids = torch.arange(50) % 7
+    x, y = next(iter(LMBatches(ids, batch_size=1, seq_len=10, shuffle=False)))
+    inputs, targets = EXERCISES["lm_targets"].reference(ids[:11])
+    assert torch.equal(inputs, x[0]) and torch.equal(targets, y[0])
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda ids: (ids[1:], ids[:-1]), "inputs and targets are swapped"),
+    (lambda ids: (ids[:-1], ids[:-1]), "the targets are the inputs themselves"),
+    (lambda ids: (ids, ids.roll(-1)), "do not roll"),
+    (lambda ids: (ids[:-2], ids[2:]), "should have shape (4,)"),
+    (lambda ids: [ids[:-1], ids[1:]], "return a pair (inputs, targets)"),
+    (lambda ids: (ids[:-1], ids[1:].tolist()), "return a torch.Tensor"),
+    (lambda ids: (ids[:-1], ids[1:].flip(0)), "targets: the first difference is at index (0,)"),
+])
+def test_lm_targets_hints(wrong, hint):
+    assert hint in failure_message("lm_targets", wrong)
+
+
+# -- top_k_filter -------------------------------------------------------------------------------------------
+NEG_INF = float("-inf")
+
+
+def exactly_k(logits, k):                   # topk's indices: a tie keeps an arbitrary one of the tied
+    index = logits.topk(min(k, logits.shape[-1]), dim=-1).indices
+    return torch.full_like(logits, NEG_INF).scatter(-1, index, logits.gather(-1, index))
+
+
+def threshold(fill=NEG_INF, smallest=False, off_by_one=False, whole_tensor=False, output=None):
+    def f(logits, k):
+        if k >= logits.shape[-1]:
+            return logits.clone()
+        if whole_tensor:
+            kth = logits.flatten().topk(k).values[-1]
+        elif smallest:
+            kth = logits.topk(k, dim=-1, largest=False).values[..., -1:]
+            return logits.masked_fill(logits > kth, fill)
+        else:
+            kth = logits.topk(k, dim=-1).values[..., -1:]
+        filtered = logits.masked_fill(logits <= kth if off_by_one else logits < kth, fill)
+        if output == "probabilities":
+            return torch.softmax(filtered, dim=-1)
+        if output == "log-probabilities":
+            return torch.log_softmax(filtered, dim=-1)
+        if output == "scaled":
+            return filtered * 2
+        return filtered
+    return f
+
+
+def test_top_k_reference_keeps_what_sample_next_can_draw():
+    logits = torch.randn(4, 30, generator=torch.Generator().manual_seed(0))
+    logits[0, :3] = logits[0].max() + 1                                       # a three-way tie for the largest
+    filtered = EXERCISES["top_k_filter"].reference(logits, 5)
+    assert torch.isfinite(filtered).sum(-1).tolist() == [5, 5, 5, 5]        # the tie sits at the top: k kept
+    assert torch.isfinite(EXERCISES["top_k_filter"].reference(logits, 1)).sum(-1).tolist() == [3, 1, 1, 1]
+    draws = torch.stack([sample_next(logits, top_k=5, generator=torch.Generator().manual_seed(s)) for s in range(200)])
+    assert torch.isfinite(filtered.gather(1, draws.T)).all()                # every draw is a kept token
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (exactly_k, "a tie: keep every logit equal to the k-th largest"),
+    (threshold(fill=0.0), "you set the cut logits to 0"),
+    (threshold(fill=-1e9), "a large negative number still leaves a tiny probability"),
+    (threshold(output="probabilities"), "you returned probabilities"),
+    (threshold(output="log-probabilities"), "you returned log-probabilities"),
+    (threshold(smallest=True), "you kept the k *smallest* logits"),
+    (threshold(off_by_one=True), "an off-by-one in the k-th value"),
+    (threshold(whole_tensor=True), "keep them in each row (dim=-1)"),
+    (threshold(output="scaled"), "the logits you keep must stay as they are"),
+    (lambda logits, k: logits, "nothing was cut"),
+    (lambda logits, k: logits.masked_fill(logits < logits.topk(k, -1).values[..., -1:], NEG_INF),
+     "return the logits unchanged"),                                          # k > V: topk raises
+    (lambda logits, k: exactly_k(logits, k).tolist(), "return a torch.Tensor"),
+])
+def test_top_k_hints(wrong, hint):
+    assert hint in failure_message("top_k_filter", wrong)
+
+
+def test_top_k_unchanged_logits_for_k_at_least_v_is_named():
+    def cuts_one_too_many_at_v(logits, k):
+        return logits.masked_fill(logits <= logits.min(-1, keepdim=True).values, NEG_INF) if k >= logits.shape[-1] \
+            else threshold()(logits, k)
+    assert "nothing to cut" in failure_message("top_k_filter", cuts_one_too_many_at_v)
+
+
+# -- kv_cache_bytes (predict, then measure) ------------------------------------------------------------------
+def test_the_measurement_is_the_models_own_cache_after_generation():
+    measured = EXERCISES["kv_cache_bytes"].reference(2, 4, 32, 12, 1)
+    assert measured == 2 * 2 * 12 * 32 * 4
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=16, context=12, d_model=32, n_layer=2, n_head=4)).eval()
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.zeros(1, 5, dtype=torch.long), cache=cache)            # a prompt of 5, then one token at a time
+        for _ in range(7):
+            model(torch.zeros(1, 1, dtype=torch.long), cache=cache)
+    assert cache.offset == 12 and cache.nbytes() == measured
+
+
+def formula(numbers=False, one_tensor=False, per_head=False, one_layer=False, one_sequence=False, bits=False,
+            squared=False):
+    def f(n_layer, n_head, d_model, T, batch_size):
+        if squared:
+            return 8 * n_layer * batch_size * T * T
+        n = (1 if one_tensor else 2) * (1 if one_layer else n_layer) * (1 if one_sequence else batch_size) * T
+        n *= d_model * (n_head if per_head else 1)
+        return n * (1 if numbers else 32 if bits else 4)
+    return f
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (formula(numbers=True), "each float32 number takes 4 bytes"),
+    (formula(one_tensor=True), "the keys K and the values V: count both"),
+    (formula(per_head=True), "not n_head x d_model"),
+    (formula(one_layer=True), "multiply by n_layer"),
+    (formula(bits=True), "that is bits"),
+    (formula(squared=True), "that is the attention matrix"),
+    (lambda *args: formula()(*args) + 1, "off by a factor"),
+    (lambda *args: str(formula()(*args)), "return a number of bytes"),
+])
+def test_kv_cache_hints_name_the_slip_and_both_numbers(wrong, hint):
+    text = failure_message("kv_cache_bytes", wrong)
+    assert hint in text
+    if "return a number" not in hint:
+        assert "measured 153,600" in text                                   # the first case: 2 x 3 x 50 x 128 x 4 bytes
+
+
+def test_the_batch_slip_is_named_on_the_case_with_several_sequences():
+    text = failure_message("kv_cache_bytes", formula(one_sequence=True))
+    assert "check 2 of 3" in text and "multiply by batch_size" in text
