@@ -1,0 +1,187 @@
+"""Notebook 14 — BERT: the masking recipe given its random draws, mean pooling over real tokens, and predicting
+which of two sentence pairs the pretrained MiniLM finds more similar."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from seqlab.data.batching import IGNORE_INDEX
+from seqlab.data.masking import apply_masking
+from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint
+
+MASK_ID = 9                                  # the cases' [MASK]; ordinary tokens are 0..8
+
+
+# -- 1. the masking recipe, given its draws --------------------------------------------------------------------
+def _mask_tokens(ids: Tensor, choose_draw: Tensor, how_draw: Tensor, random_tokens: Tensor, mask_id: int,
+                 p: float = 0.15) -> tuple[Tensor, Tensor]:
+    inputs, labels = apply_masking(ids, choose_draw, how_draw, random_tokens, mask_id, p)
+    return inputs, labels
+
+
+def _masking_case(seed: int, shape: tuple[int, ...], p: float = 0.15) -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, MASK_ID, shape, generator=g)
+    choose = torch.rand(shape, generator=g)
+    how = torch.rand(shape, generator=g)
+    # every kind of chosen position occurs: [MASK], random and unchanged, and no draw sits on a boundary
+    chosen = choose.flatten() < p
+    slots = torch.nonzero(chosen).flatten()
+    how.view(-1)[slots[:3]] = torch.tensor([0.35, 0.85, 0.95])[: len(slots[:3])]
+    randoms = (ids + 1 + torch.randint(0, MASK_ID - 1, shape, generator=g)) % MASK_ID   # never the original id
+    return ids, choose, how, randoms, MASK_ID, p
+
+
+def _same_pair(got: Any, expected: tuple[Tensor, Tensor]) -> bool:
+    return (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, Tensor) for t in got)
+            and all(g.shape == e.shape and torch.equal(g.long(), e) for g, e in zip(got, expected)))
+
+
+def _diagnose_masking(args: tuple, got: Any, expected: tuple[Tensor, Tensor]) -> str | None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return f"return two tensors, (inputs, labels); got {type(got).__name__}."
+    for name, g, e in zip(("inputs", "labels"), got, expected):
+        hint = tensor_hint(g, e)
+        if hint:
+            return f"{name}: {hint}"
+    ids, choose, how, randoms, mask_id, p = args
+    inputs, labels = got[0].long(), got[1].long()
+    chosen = choose < p
+    if not torch.equal(inputs, expected[0]):
+        if torch.equal(inputs, torch.where(chosen, torch.full_like(ids, mask_id), ids)):
+            return ("every chosen position became [MASK]. BERT's recipe: 80% [MASK] (how_draw < 0.8), 10% a random "
+                    "token (0.8 <= how_draw < 0.9), 10% left unchanged.")
+        if torch.equal(inputs, torch.where(chosen & (how < 0.8), torch.full_like(ids, mask_id),
+                                           torch.where(chosen, randoms, ids))):
+            return ("the last 10% of chosen positions (how_draw >= 0.9) must keep their own token; you gave them a "
+                    "random one.")
+        if torch.equal(inputs, torch.where(choose > p, torch.full_like(ids, mask_id), ids)) or \
+                (inputs != ids).float().mean() > 0.5:
+            return "a position is chosen when choose_draw < p (15% of them), not the other way round."
+        return f"inputs: {first_difference(inputs, expected[0])} (ids {ids.shape}, [MASK] = {mask_id})."
+    if torch.equal(labels, ids):
+        return ("labels hold every position's id, so the loss would be on all positions; at the 85% not chosen the "
+                f"answer is in the input. Set their labels to IGNORE_INDEX ({IGNORE_INDEX}).")
+    if torch.equal(labels, torch.where(chosen, inputs, torch.full_like(ids, IGNORE_INDEX))):
+        return "the labels are the original ids (what the model must recover), not the corrupted inputs."
+    if torch.equal(labels[chosen], ids[chosen]) and not (labels[~chosen] == IGNORE_INDEX).all():
+        other = sorted(set(labels[~chosen].tolist()))[:3]
+        return (f"the positions not chosen must have the label IGNORE_INDEX ({IGNORE_INDEX}), which cross_entropy "
+                f"skips; you gave them {other}.")
+    return f"labels: {first_difference(labels, expected[1])}."
+
+
+register(Exercise(
+    name="mask_tokens",
+    signature="mask_tokens(ids, choose_draw, how_draw, random_tokens, mask_id, p=0.15) -> (inputs, labels), all "
+              "(..., n); chosen where choose_draw < p; of those how_draw < 0.8 -> mask_id, < 0.9 -> random_tokens, "
+              "else unchanged; labels: ids where chosen, IGNORE_INDEX elsewhere",
+    reference=_mask_tokens,
+    cases=[Case(_masking_case(0, (40,)), "one sequence of 40 ids"),
+           Case(_masking_case(1, (4, 30)), "a batch of 4 sequences of 30"),
+           Case(_masking_case(2, (3, 20), p=0.4), "p = 0.4: more positions chosen")],
+    hint="chosen = choose_draw < p; inputs: [MASK] where chosen & (how_draw < 0.8), random_tokens where chosen & "
+         "(0.8 <= how_draw < 0.9); labels = torch.where(chosen, ids, IGNORE_INDEX).",
+    diagnose=_diagnose_masking,
+    same=_same_pair,
+))
+
+
+# -- 2. mean pooling over the real tokens ----------------------------------------------------------------------
+def _mean_pool(last_hidden_state: Tensor, attention_mask: Tensor) -> Tensor:
+    from seqlab.pretrained import SentenceEncoder
+
+    return SentenceEncoder.mean_pool(last_hidden_state, attention_mask)
+
+
+def _pool_case(seed: int, lengths: list[int], n: int, d: int) -> tuple[Tensor, Tensor]:
+    h = randn64(len(lengths), n, d, seed=seed) + 0.5
+    mask = (torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]).long()
+    h[mask == 0] = 3.0 + randn64(int((mask == 0).sum()), d, seed=seed + 1)   # padding states: far from the rest
+    return h, mask
+
+
+def _diagnose_pool(args: tuple, got: Any, expected: Tensor) -> str | None:
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    h, mask = args
+    real = mask.to(h.dtype)[..., None]
+    normalise = torch.nn.functional.normalize
+    mean_real = (h * real).sum(1) / real.sum(1)
+    candidates = [
+        (normalise(h.mean(1), dim=-1), "you averaged the padding in: sum the states of the real tokens only "
+                                       "(multiply by the mask) and divide by the number of real tokens."),
+        (mean_real, "that is the mean over the real tokens; the published embedding is then divided by its L2 norm "
+                    "(torch.nn.functional.normalize(u, dim=-1)), so that a dot product is a cosine."),
+        (h.mean(1), "average over the real tokens only, then divide by the L2 norm."),
+        (normalise(h[:, 0], dim=-1), "that is the [CLS] token's state (position 0); mean pooling averages over "
+                                     "every real token."),
+        ((normalise(h, dim=-1) * real).sum(1) / real.sum(1), "normalise after averaging, not each token before."),
+    ]
+    for wrong, message in candidates:
+        if got.shape == wrong.shape and torch.allclose(got.to(wrong.dtype), wrong, atol=1e-8):
+            return message
+    return None
+
+
+register(Exercise(
+    name="mean_pool",
+    signature="mean_pool(last_hidden_state: (B, n, d), attention_mask: (B, n) 1 at real tokens, 0 at padding) -> "
+              "(B, d): the mean over real tokens, divided by its L2 norm",
+    reference=_mean_pool,
+    cases=[Case(_pool_case(0, [5], 5, 4), "one sentence, no padding"),
+           Case(_pool_case(2, [6, 3], 6, 4), "two sentences, the second with 3 padding positions"),
+           Case(_pool_case(4, [2, 7, 4], 7, 8), "three sentences of 2, 7 and 4 tokens, d = 8")],
+    hint="real = mask[..., None]; u = (h * real).sum(1) / real.sum(1); return u / u.norm(dim=-1, keepdim=True).",
+    diagnose=_diagnose_pool,
+    same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape
+    and bool(torch.allclose(got.to(expected.dtype), expected, atol=1e-8)),
+))
+
+
+# -- 3. predict, then measure: which pair does MiniLM find more similar? -----------------------------------------
+PAIR_A = ("I loved this film.", "I did not love this film.")
+PAIR_B = ("I loved this film.", "The movie was wonderful.")
+
+
+@lru_cache(maxsize=1)
+def measure_pair_similarities() -> tuple[float, float]:
+    """The cosine similarity MiniLM (seqlab.pretrained.load_minilm) gives pair A and pair B."""
+    from seqlab.pretrained import load_minilm
+
+    with torch.random.fork_rng(devices=[]):                      # building the model draws initial weights
+        e = load_minilm().encode([*PAIR_A, *PAIR_B])             # (4, 384), unit length
+    return float(e[0] @ e[1]), float(e[2] @ e[3])
+
+
+def _more_similar() -> str:
+    a, b = measure_pair_similarities()
+    return "A" if a > b else "B"
+
+
+def _diagnose_pair(args: tuple, got: Any, expected: str) -> str | None:
+    if not isinstance(got, str) or got.strip().upper() not in ("A", "B"):
+        return f"answer with the string 'A' or 'B', not {got!r}."
+    a, b = measure_pair_similarities()
+    return (f"measured: pair A (a negation, same words) {a:.2f}, pair B (a paraphrase, other words) {b:.2f}. "
+            + ("Mean pooling averages mostly the same word vectors, and one 'not' moves the average little."
+               if expected == "A" else
+               "Trained on paraphrase pairs, MiniLM puts sentences with the same meaning close even when no word "
+               "is shared; the negation moves the embedding further than one word suggests."))
+
+
+register(Exercise(
+    name="predict_more_similar",
+    signature="predict_more_similar() -> 'A' or 'B': the pair to which MiniLM's embeddings give the higher cosine "
+              f"(A = {PAIR_A}, B = {PAIR_B}); checked against a measurement",
+    reference=_more_similar,
+    cases=[Case((), "pair A (negation) against pair B (paraphrase), MiniLM's cosine")],
+    hint="run the model: encoder.encode(list(PAIR_A + PAIR_B)), then the two dot products.",
+    diagnose=_diagnose_pair,
+    same=lambda got, expected: isinstance(got, str) and got.strip().upper() == expected,
+))
