@@ -7,7 +7,7 @@ Prints each notebook's run time (budget: 90 s on a 2-core laptop). Runs on the C
 (SEQLAB_DEVICE=cpu) so that the saved numbers are the ones CI reproduces. Widget state is
 dropped from the saved file: GitHub refuses to render notebooks whose widget metadata lacks a
 state, and every widget in the course is paired with a static figure anyway. The slide
-metadata for presenting with RISE is set on the way (scripts/notebook_slides.py).
+metadata for presenting with jupyterlab-slideshow is set on the way (scripts/notebook_slides.py).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def test_notebook_is_committed_executed_and_clean(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_carries_the_slide_metadata_of_the_rule(path):
-    """Instructors present with RISE; scripts/notebook_slides.py sets the metadata (make execute does it)."""
+    """Instructors present with jupyterlab-slideshow; scripts/notebook_slides.py sets the metadata (make execute does it)."""
     import subprocess
     import sys
 
