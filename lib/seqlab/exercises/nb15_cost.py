@@ -1,0 +1,215 @@
+"""Notebook 15 — what attention costs: count its FLOPs (full and sliding-window), score a band of keys in O(n w),
+and predict, then measure, how the memory kept for backward grows with the length."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from seqlab.cost import attention_flops, loglog_slope, saved_bytes
+from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
+
+
+# -- 1. FLOPs of multi-head self-attention, full or in a window ---------------------------------------------
+def _attention_flops(n: int, d: int, window: int | None = None) -> int:
+    keys = n if window is None else 2 * window + 1
+    return attention_flops(n, d, keys=keys)          # 2 * (4 n d^2 + 2 n m d), m keys per query
+
+
+def _diagnose_flops(args: tuple, got: Any, expected: int) -> str | None:
+    n, d, window = args
+    if not isinstance(got, int) or isinstance(got, bool):
+        return f"return a whole number (an int), not a {type(got).__name__}."
+    m = n if window is None else 2 * window + 1
+    known = [
+        (expected // 2, "each multiply-add is 2 FLOPs (a multiply and an add): double your count."),
+        (2 * 2 * n * m * d, "the four projections are missing: Q, K, V and the output W^O cost 4 n d^2 multiply-adds."),
+        (2 * (3 * n * d * d + 2 * n * m * d), "multi-head attention has four d x d projections: W^Q, W^K, W^V and "
+                                              "the output W^O (you counted three)."),
+        (2 * (4 * n * d * d + n * m * d), "two products use the weights: the scores Q K^T and the weighted sum A V, "
+                                          "n m d multiply-adds each (you counted one)."),
+        (2 * (4 * n * d * d + 2 * n * m * d * d), "the scores cost n m d multiply-adds (m keys, d numbers each), not "
+                                                  "n m d^2."),
+    ]
+    if window is not None:
+        known += [
+            (_attention_flops(n, d), "with a window each query is scored against 2 * window + 1 keys, not all n."),
+            (attention_flops(n, d, keys=window), "the window reaches `window` keys on each side, plus the query's "
+                                                 "own position: 2 * window + 1 keys."),
+            (attention_flops(n, d, keys=window + 1), "that is a causal window (window + 1 keys); this one is "
+                                                     "symmetric: 2 * window + 1 keys."),
+            (attention_flops(n, d, keys=2 * window), "don't forget the query's own position: 2 * window + 1 keys."),
+        ]
+    for wrong, message in known:
+        if got == wrong and got != expected:
+            return f"you have {got:,}, expected {expected:,}: {message}"
+    return (f"you have {got:,}, expected {expected:,} (ratio {got / expected:.3g}). Count 4 n d^2 for the "
+            f"projections and 2 n m d for Q K^T and A V, 2 FLOPs per multiply-add.")
+
+
+register(Exercise(
+    name="attention_flops",
+    signature="attention_flops(n: int, d: int, window: int | None = None) -> int, the FLOPs of multi-head "
+              "self-attention over one sequence of n tokens of width d (2 per multiply-add); with a window, "
+              "each query reads only the keys i - window .. i + window",
+    reference=_attention_flops,
+    cases=[Case((1024, 64, None), "full attention, n = 1024, d = 64"),
+           Case((1024, 64, 16), "a window of 16 on each side, n = 1024, d = 64"),
+           Case((4096, 512, None), "full attention, n = 4096, d = 512"),
+           Case((100, 8, 3), "a window of 3, n = 100, d = 8")],
+    hint="m = n if window is None else 2 * window + 1; return 2 * (4 * n * d * d + 2 * n * m * d).",
+    diagnose=_diagnose_flops,
+    same=lambda got, expected: isinstance(got, int) and not isinstance(got, bool) and got == expected,
+))
+
+
+# -- 2. the band's scores, one diagonal at a time -----------------------------------------------------------
+def _band_scores(q: Tensor, k: Tensor, window: int) -> Tensor:
+    n, d = q.shape
+    scores = torch.full((n, 2 * window + 1), float("-inf"), dtype=q.dtype)
+    for c, offset in enumerate(range(-window, window + 1)):   # column c holds key i + offset
+        i = torch.arange(n)
+        i = i[(i + offset >= 0) & (i + offset < n)]           # queries whose key i + offset exists
+        scores[i, c] = (q[i] * k[i + offset]).sum(-1) / math.sqrt(d)
+    return scores
+
+
+def _close(a: Any, b: Tensor) -> bool:
+    return tensors_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _diagnose_band(args: tuple, got: Any, expected: Tensor) -> str | None:
+    q, k, window = args
+    n, d = q.shape
+    if isinstance(got, Tensor) and got.shape == (n, n):
+        return (f"that is the full (n, n) = {(n, n)} matrix, the n^2 memory the exercise avoids: return only the "
+                f"{2 * window + 1} keys around each query, shape (n, 2 * window + 1) = {tuple(expected.shape)}.")
+    if isinstance(got, Tensor) and got.shape == (n, window + 1):
+        return (f"shape (n, window + 1) = {(n, window + 1)} is a causal window; this one reaches both ways: "
+                f"offsets -window .. +window, shape {tuple(expected.shape)}.")
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    if got.dtype.is_floating_point and torch.isnan(got).any():
+        return "your scores contain NaN: keys off the ends of the sequence get -inf, not 0 * inf or inf - inf."
+    exists = torch.isfinite(expected)
+    mistakes = [
+        (expected * math.sqrt(d), "scale the dot products by 1 / sqrt(d), as full attention does."),
+        (expected * math.sqrt(d) / d, "the scale is 1 / sqrt(d), not 1 / d."),
+        (expected.masked_fill(~exists, 0.0), "keys off the ends of the sequence must get -inf (weight 0 after the "
+                                             "softmax), not 0: a score of 0 still gets weight."),
+        (expected.flip(-1), "the columns are in reverse order: column c holds the key at offset c - window "
+                            "(column 0 is the furthest key *behind* the query)."),
+    ]
+    for wrong, message in mistakes:
+        if _close(got, wrong):
+            return message
+    if not torch.equal(torch.isfinite(got), exists):
+        i, c = (int(v) for v in torch.nonzero(torch.isfinite(got) != exists)[0])
+        return (f"entry ({i}, {c}) (key {i + c - window}) should be "
+                f"{'a score' if exists[i, c] else '-inf (no such key)'}: column c holds key i + c - window, "
+                f"which exists only for 0 <= i + c - window < n = {n}.")
+    return f"{first_difference(got.masked_fill(~exists, 0.0), expected.masked_fill(~exists, 0.0))}."
+
+
+register(Exercise(
+    name="band_scores",
+    signature="band_scores(q: Tensor (n, d), k: Tensor (n, d), window: int) -> Tensor (n, 2 * window + 1): "
+              "entry (i, c) is q_i . k_j / sqrt(d) for the key j = i + c - window, -inf where j is outside 0..n-1",
+    reference=_band_scores,
+    cases=[Case((torch.eye(4, dtype=torch.float64), torch.eye(4, dtype=torch.float64), 1),
+                "q = k = the 4 x 4 identity, window 1: 0.5 (= 1 / sqrt(4)) in the middle column, 0 beside, -inf off the ends"),
+           Case((randn64(7, 4, seed=0), randn64(7, 4, seed=1), 2), "7 random tokens, d = 4, window 2"),
+           Case((randn64(5, 3, seed=2), randn64(5, 3, seed=3), 0), "window 0: each query reads only itself"),
+           Case((randn64(3, 2, seed=4), randn64(3, 2, seed=5), 4), "a window wider than the sequence")],
+    hint="for each offset o in -window..window: scores[i, o + window] = q[i] . k[i + o] / sqrt(d) where "
+         "0 <= i + o < n, else -inf.",
+    diagnose=_diagnose_band,
+    same=_close,
+))
+
+
+# -- 3. predict, then measure: how the memory kept for backward grows with n ---------------------------------
+SLOPE_KEYS = ("gru", "explicit", "fused", "window")
+SLOPE_TOLERANCE = 0.25
+MEMORY_LENGTHS = (256, 512, 1024)
+
+
+def measure_memory_slopes(d: int = 32, heads: int = 4, window: int = 16) -> dict[str, float]:
+    """Log-log slopes of the bytes autograd keeps for backward against n = 256, 512, 1024 (one sequence).
+
+    ``gru``: seqlab's GRU(d, d); ``explicit``: MultiheadAttention(d, heads) (softmax then weighted
+    sum, the weights kept); ``fused``: the same with ``fused=True`` (one scaled_dot_product_attention
+    kernel); ``window``: :func:`seqlab.nn.attention.sliding_window_attend` with ``window`` keys on
+    each side, on ``heads`` heads of ``d / heads``. Parameters and inputs are not counted. The
+    bytes are deterministic, so one measurement per setting is kept (checking twice waits once).
+    """
+    return dict(_measured_slopes(d, heads, window))
+
+
+@functools.lru_cache(maxsize=8)
+def _measured_slopes(d: int, heads: int, window: int) -> tuple[tuple[str, float], ...]:
+    from seqlab.nn import GRU, MultiheadAttention
+    from seqlab.nn.attention import sliding_window_attend
+
+    with torch.random.fork_rng(devices=[]):     # any weights will do; leave the student's generator alone
+        torch.manual_seed(0)
+        gru = GRU(d, d)
+        explicit = MultiheadAttention(d, heads)
+        fused = MultiheadAttention(d, heads, fused=True)
+        inputs = {n: torch.randn(n, 1, d, requires_grad=True) for n in MEMORY_LENGTHS}            # (n, B, d)
+        heads_in = {n: [torch.randn(1, heads, n, d // heads, requires_grad=True) for _ in range(3)]
+                    for n in MEMORY_LENGTHS}
+    kept: dict[str, list[int]] = {key: [] for key in SLOPE_KEYS}
+    for n in MEMORY_LENGTHS:
+        x = inputs[n]
+        kept["gru"].append(saved_bytes(lambda: gru(x), exclude=[x, *gru.parameters()]))
+        for key, layer in (("explicit", explicit), ("fused", fused)):
+            kept[key].append(saved_bytes(lambda: layer(x, x, x, need_weights=False),
+                                         exclude=[x, *layer.parameters()]))
+        q, k, v = heads_in[n]
+        kept["window"].append(saved_bytes(lambda: sliding_window_attend(q, k, v, window), exclude=[q, k, v]))
+    return tuple((key, round(loglog_slope(MEMORY_LENGTHS, kept[key]), 2)) for key in SLOPE_KEYS)
+
+
+def _same_slopes(got: Any, expected: dict[str, float]) -> bool:
+    return (isinstance(got, dict) and set(got) >= set(SLOPE_KEYS)
+            and all(isinstance(got[k], (int, float)) and not isinstance(got[k], bool)
+                    and abs(got[k] - expected[k]) <= SLOPE_TOLERANCE for k in SLOPE_KEYS))
+
+
+WHY = {
+    "gru": "a recurrent layer keeps a few (B, H) vectors per step (its states and gates): n steps, n times the memory",
+    "explicit": "the explicit path keeps the softmax output, h x n x n numbers, for the backward pass: "
+                "double n, four times the memory",
+    "fused": "the fused kernel keeps no n x n matrix: it saves q, k, v, its output and one log-sum-exp per row, "
+             "and recomputes the weights in backward -- linear in n",
+    "window": "a sliding window keeps (n, 2w + 1) weights and the (padded) keys and values: linear in n",
+}
+
+
+def _diagnose_slopes(args: tuple, got: Any, expected: dict[str, float]) -> str | None:
+    if not isinstance(got, dict) or not set(got) >= set(SLOPE_KEYS):
+        return f"return a dict with the keys {SLOPE_KEYS}, got {sorted(got) if isinstance(got, dict) else type(got).__name__}."
+    for key in SLOPE_KEYS:
+        if not isinstance(got[key], (int, float)) or isinstance(got[key], bool):
+            return f"{key!r} should be a number (a slope), got {type(got[key]).__name__}."
+    wrong = [k for k in SLOPE_KEYS if abs(got[k] - expected[k]) > SLOPE_TOLERANCE]
+    return " ".join(f"{k}: you predicted {got[k]:g}, measured {expected[k]:g} ({WHY[k]})." for k in wrong)
+
+
+register(Exercise(
+    name="predict_memory_slopes",
+    signature="predict_memory_slopes() -> {'gru': slope, 'explicit': slope, 'fused': slope, 'window': slope}: "
+              "your prediction of each log-log slope of the memory kept for backward against n "
+              f"(measured at n = {', '.join(map(str, MEMORY_LENGTHS))}; within ±{SLOPE_TOLERANCE} passes)",
+    reference=measure_memory_slopes,
+    cases=[Case((), f"measured at n = {', '.join(map(str, MEMORY_LENGTHS))}, d = 32, 4 heads, window 16")],
+    hint="memory proportional to n^k is a line of slope k on a log-log plot: which layers keep an n x n matrix?",
+    diagnose=_diagnose_slopes,
+    same=_same_slopes,
+))
