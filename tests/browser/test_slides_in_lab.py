@@ -106,6 +106,10 @@ TOO_TALL = {
                                      "(seqlab.widgets.positional)",
     "12-transformer.ipynb": "the attention explorer's slide (cross-attention): 730 px, 10 px over "
                             "(seqlab.widgets.attention)",
+    "13-gpt.ipynb": "the attention explorer's slide (charlm-gpt's heads): 740 px, 20 px over "
+                    "(seqlab.widgets.attention)",
+    "14-bert.ipynb": "the attention explorer's slide (MiniLM's heads): 743 px, 23 px over "
+                     "(seqlab.widgets.attention)",
 }
 
 
