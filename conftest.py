@@ -23,6 +23,18 @@ def pytest_runtest_logreport(report):
         _notebook_seconds[path] += report.duration
 
 
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` uses it): each file is one group
+    (a notebook's cells run in order in one kernel; a module's fixtures are built once), except the
+    browser test of each widget notebook, a group of its own (each runs a whole notebook in JupyterLab)."""
+    import pytest
+
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        group = item.nodeid if path.endswith("test_widgets_in_lab.py") else path
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_sessionstart(session):
     session.config._seqlab_started = time.time()
 
@@ -51,10 +63,14 @@ def pytest_terminal_summary(terminalreporter):
     _browser_latency_summary(terminalreporter)
     if not _notebook_seconds:
         return
-    terminalreporter.section("notebook run times (budget %.0f s each)" % NOTEBOOK_BUDGET_S)
+    workers = getattr(terminalreporter.config.option, "numprocesses", None)
+    shared = f"; {workers} test workers shared the machine, so these are longer than alone" if workers else ""
+    terminalreporter.section(f"notebook run times (budget {NOTEBOOK_BUDGET_S:.0f} s each, alone{shared})")
     for path, seconds in sorted(_notebook_seconds.items()):
         flag = "  OVER BUDGET" if seconds > NOTEBOOK_BUDGET_S else ""
         terminalreporter.write_line(f"{seconds:7.1f} s  {path}{flag}")
+    if hasattr(terminalreporter.config, "workerinput"):
+        return                                         # a pytest-xdist worker: the controller writes it
     out = Path(__file__).parent / "test-artifacts"
     out.mkdir(exist_ok=True)
     (out / "notebook-times.json").write_text(json.dumps(dict(sorted(_notebook_seconds.items())), indent=1))

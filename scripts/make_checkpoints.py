@@ -15,8 +15,9 @@ own recipe (AdamW, warm-up, cosine decay to the end of the budget), is timed in 
 thread, and its record also holds its validation loss along the way. The names, models and
 training set-up are in seqlab.pretrained, which the notebooks load them through.
 
-The digit reversers (REVERSERS below) are notebook 12's comparison of notebook 7's GRU
-encoder-decoder, notebook 8's attentional one and the Transformer, all trained on the same budget
+The digit reversers (REVERSERS below) are notebook 7's GRU encoder-decoder (and the same trained
+with scheduled sampling), notebook 8's attentional one and notebook 12's Transformer, which
+notebooks 7, 8 and 12 load and compare; all are trained on the same budget
 (800 steps of 64 pairs, Adam at 5e-3, clipping at 1.0, the same data in the same order): their
 records hold the configuration, the training set-up and the share of digits in the right place
 by source length on the fixed test strings; tests/test_checkpoints_reversers.py re-measures it.
@@ -38,8 +39,7 @@ from seqlab import pretrained
 from seqlab.data import LMBatches, char_lm_data, make_reversals, manifest
 from seqlab.data.pairs import PairBatches, pair_vocabs
 from seqlab.device import seed_everything
-from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig, seq2seq_loss, translate
-from seqlab.models.transformer_seq2seq import TransformerSeq2Seq, TransformerSeq2SeqConfig
+from seqlab.models.seq2seq import ScheduledSampling, linear_schedule, seq2seq_loss, translate
 from seqlab.train import lm_loss, save_checkpoint, train
 
 SEQ_LEN, LR, CLIP, SEED = pretrained.SEQ_LEN, 3e-3, 1.0, 0
@@ -55,6 +55,10 @@ REVERSERS: dict[str, dict] = {
     "reverser-gru": {"model": "Seq2Seq", "config": {"cell": "gru", "embed_size": 16, "hidden_size": 64}},
     "reverser-gru-dot": {"model": "Seq2Seq",
                          "config": {"cell": "gru", "embed_size": 16, "hidden_size": 64, "attention": "dot"}},
+    # notebook 7's remedy for exposure bias: the same GRU model and budget, trained with scheduled sampling
+    # (the probability of reading its own previous digit rises linearly from 0 to 0.25 over the 800 steps)
+    "reverser-gru-sampled": {"model": "Seq2Seq", "config": {"cell": "gru", "embed_size": 16, "hidden_size": 64},
+                             "scheduled_sampling": {"final": 0.25, "seed": 0}},
     "reverser-transformer": {"model": "TransformerSeq2Seq", "store_dtype": "float16",
                              "config": {"d_model": 64, "nhead": 4, "num_encoder_layers": 3, "num_decoder_layers": 3,
                                         "dim_feedforward": 256, "dropout": 0.0, "norm_first": True}},
@@ -147,11 +151,7 @@ def make_gpt(name: str, steps: int | None, minutes: float | None) -> dict:
     return record
 
 
-def build_reverser(model: str, config: dict) -> torch.nn.Module:
-    """An untrained reverser from a record's ``model`` and ``config`` (the full dataclass fields)."""
-    if model == "TransformerSeq2Seq":
-        return TransformerSeq2Seq(TransformerSeq2SeqConfig(**config))
-    return Seq2Seq(Seq2SeqConfig(**config))
+build_reverser = pretrained.build_reverser
 
 
 def reversal_accuracy(model: torch.nn.Module, vocab, pairs: list[tuple[str, str]]) -> dict[int, float]:
@@ -172,7 +172,10 @@ def make_reverser(name: str) -> dict:
     torch.manual_seed(setup["seed"])
     model = build_reverser(spec["model"], {"src_vocab_size": len(vocab), "tgt_vocab_size": len(vocab), **spec["config"]})
     batches = PairBatches([(vocab.encode(s), vocab.encode(t)) for s, t in pairs], setup["batch_size"], seed=setup["seed"])
-    history = train(model, batches, seq2seq_loss, max_steps=setup["steps"], lr=setup["lr"], clip_norm=setup["clip_norm"],
+    sampling = spec.get("scheduled_sampling")
+    loss = (ScheduledSampling(linear_schedule(sampling["final"], setup["steps"]), seed=sampling["seed"]) if sampling
+            else seq2seq_loss)
+    history = train(model, batches, loss, max_steps=setup["steps"], lr=setup["lr"], clip_norm=setup["clip_norm"],
                     seed=setup["seed"], description=name)
     if spec.get("store_dtype") == "float16":                      # measure what is stored: round, then back to float32
         with torch.no_grad():
@@ -188,7 +191,13 @@ def make_reverser(name: str) -> dict:
         "training": {"batch_size": setup["batch_size"], "lr": setup["lr"], "clip_norm": setup["clip_norm"],
                      "seed": setup["seed"], "optimizer": "Adam", "steps": len(history.steps),
                      "seconds": round(history.seconds, 1), "train_loss_first": round(history.train_loss[0], 4),
-                     "final_train_loss_avg50": round(sum(history.train_loss[-50:]) / 50, 4)},
+                     "train_loss_first_avg50": round(sum(history.train_loss[:50]) / 50, 4),
+                     "final_train_loss_avg50": round(sum(history.train_loss[-50:]) / 50, 4),
+                     "loss": ("seq2seq_loss (teacher forcing)" if not sampling else
+                              f"ScheduledSampling(linear_schedule({sampling['final']}, {setup['steps']}), "
+                              f"seed={sampling['seed']})"),
+                     **({"own_token_probability": {"steps": len(loss.probabilities), "first": loss.probabilities[0],
+                                                   "last": round(loss.probabilities[-1], 6)}} if sampling else {})},
         "test": {"measure": "share of digits in the right place, greedy decoding, mean per source length",
                  "accuracy_by_length": reversal_accuracy(model, vocab, test),
                  "first_500_by_length": reversal_accuracy(model, vocab, test[:500])},

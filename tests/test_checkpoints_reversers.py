@@ -42,3 +42,21 @@ def test_reverser_checkpoint_reproduces_its_record(name, two_threads):
     assert all(measured[n] == pytest.approx(recorded[n], abs=0.02) for n in measured)
     # short strings are reversed by all three
     assert min(record["test"]["accuracy_by_length"][str(n)] for n in (2, 3)) > 0.9
+
+
+def test_load_reverser_loads_into_the_notebooks_model_after_checking_model_and_recipe():
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    record = json.loads((pretrained.checkpoint_dir() / "reverser-gru.json").read_text())
+    built = Seq2Seq(Seq2SeqConfig(**record["config"]))
+    model, loaded_record = pretrained.load_reverser("reverser-gru", into=built,
+                                                    recipe={"steps": 800, "lr": 5e-3, "train": record["data"]["train"]})
+    assert model is built and not model.training and loaded_record == record
+    fresh, _ = pretrained.load_reverser("reverser-gru")
+    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.state_dict().values()))
+    with pytest.raises(ValueError, match=r"trained with lr=0.005 .*not lr=0.01"):
+        pretrained.load_reverser("reverser-gru", recipe={"lr": 1e-2})
+    with pytest.raises(ValueError, match="hidden_size"):
+        pretrained.load_reverser("reverser-gru", into=Seq2Seq(Seq2SeqConfig(**{**record["config"], "hidden_size": 32})))
+    with pytest.raises(FileNotFoundError, match="reverser-gru-dot"):
+        pretrained.load_reverser("reverser-lstm")

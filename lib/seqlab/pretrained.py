@@ -107,6 +107,52 @@ def load_pretrained(name: str) -> tuple[CharLM | GPT, dict]:
     return model.eval(), record
 
 
+# --- The digit reversers of notebooks 7, 8 and 12 --------------------------------------------------
+
+def build_reverser(model: str, config: dict) -> torch.nn.Module:
+    """An untrained reverser from a record's ``model`` ("Seq2Seq" or "TransformerSeq2Seq") and ``config``."""
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+    from seqlab.models.transformer_seq2seq import TransformerSeq2Seq, TransformerSeq2SeqConfig
+
+    if model == "TransformerSeq2Seq":
+        return TransformerSeq2Seq(TransformerSeq2SeqConfig(**config))
+    if model == "Seq2Seq":
+        return Seq2Seq(Seq2SeqConfig(**config))
+    raise ValueError(f"a reverser's model is 'Seq2Seq' or 'TransformerSeq2Seq', got {model!r}")
+
+
+def load_reverser(name: str, *, into: torch.nn.Module | None = None,
+                  recipe: dict | None = None) -> tuple[torch.nn.Module, dict]:
+    """A trained digit reverser (``reverser-gru``, ``reverser-gru-dot``, ...; in eval mode, float32) and its
+    JSON record: model, config, data, the training recipe, the test accuracy by length.
+
+    ``into``: a model built in a notebook; the weights are loaded into it (and it is returned) after
+    checking that it is the checkpoint's model (the same config). ``recipe``: what the notebook says
+    the training was, e.g. ``{"steps": 800, "lr": 5e-3, "train": {...}}``; each key is checked against
+    the record's ``training`` (or ``data``) entry. A mismatch is a ValueError that names it.
+    """
+    folder = checkpoint_dir()
+    path = folder / f"{name}.json"
+    if not path.exists():
+        known = sorted(p.stem for p in folder.glob("reverser-*.json"))
+        raise FileNotFoundError(f"no reverser checkpoint {name!r} in {folder}; there are {known}")
+    record = json.loads(path.read_text())
+    for key, expected in (recipe or {}).items():
+        where = "training" if key in record["training"] else "data"
+        actual = record[where].get(key, "(not recorded)")
+        if actual != expected:
+            raise ValueError(f"checkpoint {name!r} was trained with {key}={actual!r} ({where} in its record), "
+                             f"not {key}={expected!r}")
+    if into is not None:
+        config = into.config.to_dict() if hasattr(into, "config") else None
+        if config != record["config"]:
+            raise ValueError(f"checkpoint {name!r} holds a {record['model']} with config {record['config']}; "
+                             f"the model given has config {config}")
+    model = into if into is not None else build_reverser(record["model"], record["config"])
+    load_checkpoint(folder / f"{name}.safetensors", model)
+    return model.eval(), record
+
+
 # --- A real pretrained encoder: sentence-transformers/all-MiniLM-L6-v2 -----------------------------
 
 #: The package that ships all-MiniLM-L6-v2's files; installed with --no-deps (it declares

@@ -3,7 +3,7 @@ slideshow command (jupyterlab-slideshow's deck:start) is there. Uses the fixture
 
 from __future__ import annotations
 
-from test_widgets_in_lab import ARTIFACTS, PAGE_TIMEOUT_S, _new_page, _open_lab, _wait, _wait_kernel
+from lab_pages import ARTIFACTS, PAGE_TIMEOUT_S, _new_page, _open_lab, _wait, _wait_kernel
 
 NOTEBOOK = "01-why-sequences.ipynb"  # heavy on LaTeX
 

@@ -392,7 +392,7 @@ class AttentionPlot:
     def _build_single(self, dpi: int) -> None:
         amap = self.amap
         n, m = amap.n_queries, amap.n_keys
-        cell = float(np.clip(min(6.0 / m, 5.4 / n), 0.1, 0.45))              # inches per token
+        cell = float(np.clip(min(6.0 / m, 5.0 / n), 0.08, 0.45))             # inches per token
         y_width, x_height, _ = self._label_sizes(cell)
         left = 0.35 + y_width                                                  # "query" axis title + labels
         bottom = 0.35 + x_height                                               # "key" axis title + labels
@@ -448,7 +448,7 @@ class AttentionPlot:
         n, m, H = amap.n_queries, amap.n_keys, amap.heads
         cols = H if H <= 4 else math.ceil(H / 2)
         rows = math.ceil(H / cols)
-        cell = float(np.clip(min(10.4 / (cols * m), 5.6 / (rows * n)), 0.04, 0.3))
+        cell = float(np.clip(min(10.4 / (cols * m), 5.2 / (rows * n)), 0.04, 0.3))
         y_width, x_height, _ = self._label_sizes(cell)
         gap_x, gap_y, top = 0.25, 0.45, 0.95
         left, bottom = 0.35 + y_width, 0.35 + x_height

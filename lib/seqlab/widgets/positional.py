@@ -199,7 +199,7 @@ class PositionalPlot:
         self.base = base
         self.learned = None if learned is None else _as_table(learned)
         self.learned_label = learned_label or ("trained" if learned is not None else "untrained (random init)")
-        self.figure = PNGFigure(figsize=(12.0, 6.9), dpi=dpi)
+        self.figure = PNGFigure(figsize=(12.0, 6.7), dpi=dpi)
         grid = self.figure.add_gridspec(2, 4, height_ratios=[1.0, 1.0], hspace=0.5, wspace=0.35,
                                         left=0.05, right=0.985, top=0.94, bottom=0.07)
         self.ax_pe = self.figure.add_subplot(grid[0, :2])

@@ -1,0 +1,240 @@
+"""What the browser tests do in a JupyterLab page, shared by the test modules of tests/browser.
+
+Opening JupyterLab and a notebook, waiting for the kernel's status, Run All Cells, finding a widget's
+controls and moving one until the kernel answers with a new picture (``__seqlabSnap`` /
+``__seqlabChanged`` in ``INIT_SCRIPT``, defined in every page). The notebooks with live widgets are
+found from their saved outputs (``WIDGET_NOTEBOOKS``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+PAGE_TIMEOUT_S = 60          # JupyterLab to load, a kernel to start, widgets to show up
+RUN_ALL_TIMEOUT_S = 300      # a whole notebook (the budget is 90 s; busy CI machines are slower)
+REDRAW_TIMEOUT_S = 10        # one slider move to a new picture (typically well under 1 s)
+
+
+def widget_notebooks() -> dict[str, int]:
+    """notebook file name -> how many live widgets its saved outputs show."""
+    found = {}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        count = sum(WIDGET_MIME in output.get("data", {})
+                    for cell in nb.cells if cell.cell_type == "code" for output in cell.get("outputs", []))
+        if count:
+            found[path.name] = count
+    return found
+
+
+WIDGET_NOTEBOOKS = widget_notebooks()
+
+
+# -- page helpers ----------------------------------------------------------------------------------
+
+# Defined in every page: the state of one widget view, as a reader sees it.
+# pictures: the src of its images (ipywidgets.Image: a new blob URL for every new picture);
+# shown: the text of its HTML and Output children, minus LiveFigure's "redrawn in N ms" line;
+# readouts: the sliders' own readouts (they change in the browser alone, so they prove nothing).
+INIT_SCRIPT = r"""
+window.__seqlabSnap = (root) => {
+  const imgs = [...root.querySelectorAll('img')];
+  const text = (sel) => [...root.querySelectorAll(sel)].map(e => e.textContent.trim());
+  return {
+    pictures: imgs.map(i => i.src),
+    loaded: imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0),
+    shown: text('.widget-html-content, .widget-output').filter(t => !/^redrawn in \d+ ms$/.test(t)),
+    status: text('.widget-html-content').filter(t => /^redrawn in \d+ ms$/.test(t)).join(''),
+    readouts: text('.widget-readout'),
+    redraws: [...root.querySelectorAll('[data-redraws]')].map(e => e.dataset.redraws).join('|'),
+  };
+};
+// when a move has been answered: {at, picture} once a new picture has loaded (picture: true), or the
+// kernel's redraw counter moved on with the picture unchanged (picture: false); false while waiting
+window.__seqlabChanged = ([root, before]) => {
+  const now = window.__seqlabSnap(root);
+  if (now.pictures.join('|') !== before.pictures.join('|')) {
+    return now.loaded ? {at: performance.now(), picture: true} : false;
+  }
+  if (before.pictures.length === 0 && now.shown.join('|') !== before.shown.join('|')) {
+    return {at: performance.now(), picture: true};
+  }
+  if (now.redraws && now.redraws !== before.redraws) {
+    return {at: performance.now(), picture: false};
+  }
+  return false;
+};
+window.__seqlabDigest = async (src) => {
+  const bytes = await (await fetch(src)).arrayBuffer();
+  const hash = await crypto.subtle.digest('SHA-256', bytes);
+  return [...new Uint8Array(hash)].map(b => b.toString(16).padStart(2, '0')).join('');
+};
+"""
+KERNEL_STATUS_JS = """() => document.querySelector(
+  '#jp-main-statusbar .jp-StatusBar-TextItem[title^="Change kernel"]')?.textContent || ''"""
+WIDGET_ROOTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output > .jupyter-widgets"
+NOTEBOOK_IMAGES = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedImage img"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "slider"
+
+
+def _wait(page, js: str, what: str, timeout_s: float, arg=None):
+    """wait_for_function with a message that says what was being waited for."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        return page.wait_for_function(js, arg=arg, timeout=timeout_s * 1000)
+    except PlaywrightTimeout:
+        pass
+    status = page.evaluate(KERNEL_STATUS_JS)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what} (kernel status bar: {status!r})",
+                pytrace=False)
+
+
+def _wait_kernel(page, state: str, what: str, timeout_s: float = PAGE_TIMEOUT_S) -> None:
+    """Wait for the status bar's kernel item: "Python 3 (ipykernel) | Idle" for ``state="Idle"``,
+    "No Kernel | ..." for ``state="No Kernel"``."""
+    test = ("t.startsWith('No Kernel')" if state == "No Kernel"
+            else f"!t.startsWith('No Kernel') && t.endsWith('| ' + {json.dumps(state)})")
+    _wait(page, f"() => {{ const t = ({KERNEL_STATUS_JS})().trim(); return {test}; }}",
+          f"the status bar to read kernel {state!r} ({what})", timeout_s)
+
+
+def _new_page(browser, lab):
+    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    context.add_init_script(INIT_SCRIPT)
+    return context.new_page()
+
+
+def _open_lab(page, lab, workspace: str, notebook: str | None = None) -> None:
+    path = f"/tree/{notebook}" if notebook else ""
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}{path}?reset&token={lab.token}")
+    _wait(page, "() => window.jupyterapp && window.jupyterapp.shell", "JupyterLab to start in the page "
+          "(window.jupyterapp, exposed by --LabApp.expose_app_in_browser)", PAGE_TIMEOUT_S)
+    restored = page.evaluate("""(ms) => Promise.race([window.jupyterapp.restored.then(() => true),
+                                                  new Promise(resolve => setTimeout(() => resolve(false), ms))])""",
+                             PAGE_TIMEOUT_S * 1000)
+    if not restored:
+        pytest.fail(f"timed out after {PAGE_TIMEOUT_S} s waiting for JupyterLab's plugins to start "
+                    "(jupyterapp.restored)", pytrace=False)
+    if notebook:
+        _wait_notebook_open(page, notebook)
+
+
+def _wait_notebook_open(page, notebook: str) -> None:
+    _wait(page, """(nb) => { const w = window.jupyterapp.shell.currentWidget;
+                            return w && w.context && w.context.path === nb && w.context.isReady; }""",
+          f"{notebook} to open as the current tab", PAGE_TIMEOUT_S, arg=notebook)
+
+
+def _widget_count_js() -> str:
+    return f"""(n) => {{ const roots = [...document.querySelectorAll({json.dumps(WIDGET_ROOTS)})];
+                       return roots.length === n && roots.every(r => r.querySelector('.widget-slider, img')); }}"""
+
+
+def _error_outputs(page) -> list[str]:
+    return page.eval_on_selector_all(
+        ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']",
+        "els => els.map(e => e.textContent.slice(0, 2000))")
+
+
+def _sliders(widget) -> list[tuple[str, object]]:
+    """(label, first noUi handle) for each slider of a widget view that can move (not disabled, not
+    a range of one value)."""
+    sliders = []
+    for i in range(widget.locator(".widget-slider").count()):
+        slider = widget.locator(".widget-slider").nth(i)
+        label = (slider.locator(".widget-label").first.text_content() or f"slider {i}").strip()
+        handle = slider.locator(".noUi-handle").first
+        low, high = (handle.get_attribute(a) for a in ("aria-valuemin", "aria-valuemax"))
+        if slider.locator("[disabled]").count() or low == high:
+            print(f"slider {label!r} is disabled or has one value: left alone")
+            continue
+        sliders.append((label, handle))
+    return sliders
+
+
+def _other_controls(widget) -> list[tuple[str, str, object]]:
+    """(label, kind, element) for each enabled dropdown (two options or more), toggle button and
+    checkbox of a widget view: the controls that are not sliders."""
+    controls = []
+    for i in range(widget.locator(".widget-dropdown").count()):
+        box = widget.locator(".widget-dropdown").nth(i)
+        select = box.locator("select").first
+        if select.is_disabled() or select.locator("option").count() < 2:
+            continue
+        controls.append(((box.locator(".widget-label").first.text_content() or f"dropdown {i}").strip(), "dropdown",
+                         select))
+    for i in range(widget.locator("button.widget-toggle-button").count()):
+        button = widget.locator("button.widget-toggle-button").nth(i)
+        if not button.is_disabled():
+            controls.append(((button.text_content() or f"toggle {i}").strip(), "toggle", button))
+    for i in range(widget.locator(".widget-checkbox").count()):
+        box = widget.locator(".widget-checkbox").nth(i)
+        tick = box.locator("input[type=checkbox]").first
+        if not tick.is_disabled():
+            controls.append(((box.text_content() or f"checkbox {i}").replace("\u200b", "").strip(), "checkbox", tick))
+    return controls
+
+
+def _operate(kind: str, element) -> None:
+    """Move a non-slider control once: the next option of a dropdown (cycling), a click otherwise."""
+    if kind == "dropdown":
+        count = element.locator("option").count()
+        element.select_option(index=(element.evaluate("s => s.selectedIndex") + 1) % count)
+    else:
+        element.click()
+
+
+def _direction(handle) -> str:
+    now, low, high = (float(handle.get_attribute(a)) for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax"))
+    if now < high:
+        return "ArrowRight"
+    if now > low:
+        return "ArrowLeft"
+    pytest.fail(f"the slider handle cannot move (value {now}, range {low}..{high})", pytrace=False)
+
+
+def _move(page, widget, act, what: str) -> tuple[float, bool]:
+    """Do ``act()`` (press a key on a slider, pick an option, click); wait for the kernel's answer;
+    return the latency in ms and whether the picture changed (see ``__seqlabChanged``)."""
+    before = widget.evaluate("root => window.__seqlabSnap(root)")
+    started = page.evaluate("performance.now()")
+    act()
+    answer = _wait(page, "window.__seqlabChanged", f"a new picture (or new numbers) after {what}",
+                   REDRAW_TIMEOUT_S, arg=[widget.element_handle(), before]).json_value()
+    return answer["at"] - started, answer["picture"]
+
+
+def _run_all(page, notebook: str) -> None:
+    started = time.perf_counter()
+    outcome = page.evaluate("""async (timeoutMs) => {
+        const run = window.jupyterapp.commands.execute('notebook:run-all-cells');
+        const timer = new Promise(resolve => setTimeout(() => resolve('timeout'), timeoutMs));
+        return await Promise.race([run.then(ok => ok ? 'ok' : 'error'), timer]);
+    }""", RUN_ALL_TIMEOUT_S * 1000)
+    if outcome == "timeout":
+        pytest.fail(f"{notebook}: Run All Cells did not finish within {RUN_ALL_TIMEOUT_S} s", pytrace=False)
+    _wait_kernel(page, "Idle", f"{notebook} to finish running")
+    errors = _error_outputs(page)
+    assert outcome == "ok" and not errors, f"{notebook}: Run All Cells stopped on an error:\n" + "\n".join(errors)
+    print(f"{notebook}: Run All Cells took {time.perf_counter() - started:.1f} s in the browser")
+
+
+def _wait_widgets(page, notebook: str, when: str) -> object:
+    expected = WIDGET_NOTEBOOKS[notebook]
+    _wait(page, _widget_count_js(), f"{expected} widget(s) of {notebook} to show up with a slider or a "
+          f"picture ({when})", PAGE_TIMEOUT_S, arg=expected)
+    return page.locator(WIDGET_ROOTS)
