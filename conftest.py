@@ -23,16 +23,28 @@ def pytest_runtest_logreport(report):
         _notebook_seconds[path] += report.duration
 
 
-def pytest_collection_modifyitems(config, items):
-    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` uses it): each file is one group
-    (a notebook's cells run in order in one kernel; a module's fixtures are built once), except the
-    browser test of each widget notebook, a group of its own (each runs a whole notebook in JupyterLab)."""
-    import pytest
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work pytest-xdist hands to one worker (``make test`` runs ``-n N --dist loadscope``): a
+    file -- a notebook's cells must run in order in one kernel, and a module's fixtures are built once --
+    except the browser test of each widget notebook, a unit of its own (each runs a whole notebook in
+    JupyterLab, the longest tests of the suite), so that they spread over the workers."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path.endswith("test_widgets_in_lab.py") else path
 
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        group = item.nodeid if path.endswith("test_widgets_in_lab.py") else path
-        item.add_marker(pytest.mark.xdist_group(group))
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` with :func:`xdist_scope` as its scope. (``--dist loadgroup`` with marks would
+    be the documented way, but pytest-xdist 3.8 cannot rename items under pytest 9, so its groups are
+    silently ignored and a notebook's cells scatter over the workers.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebookScopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return NotebookScopes(config, log)
 
 
 def pytest_sessionstart(session):

@@ -169,14 +169,16 @@ def ensure_browser() -> None:
 def parallel_arguments(args: list[str], cpus: int | None = None) -> list[str]:
     """pytest-xdist's arguments for ``make test``: one worker per core (at most 4), unless the user chose.
 
-    ``--dist loadgroup`` keeps the cells of one notebook on one worker, in order (nbval runs them in
-    one kernel), and each test module on one worker (their fixtures are built once); conftest.py
-    puts each notebook's browser test in a group of its own, so that the slow ones spread out.
+    ``--dist loadscope``, with the scope that conftest.py defines (``xdist_scope``): the cells of one
+    notebook stay on one worker, in order (nbval runs them in one kernel), each test module too (its
+    fixtures are built once), and each widget notebook's browser test is a unit of its own, so that
+    the slow ones spread out. ``--no-loadscope-reorder`` keeps collection order, which starts with
+    the browser tests, the longest.
     """
     if any(a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in args):
         return []
     workers = min(4, cpus if cpus is not None else (os.cpu_count() or 1))
-    return ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
+    return ["-n", str(workers), "--dist", "loadscope", "--no-loadscope-reorder"] if workers > 1 else []
 
 
 def cmd_test(args: list[str]) -> int:

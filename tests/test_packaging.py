@@ -165,36 +165,30 @@ def test_setup_removes_the_slideshow_that_cannot_draw_widgets():
 
 
 def test_make_test_runs_on_one_worker_per_core_unless_the_user_chose():
-    assert course.parallel_arguments([], cpus=2) == ["-n", "2", "--dist", "loadgroup"]
-    assert course.parallel_arguments([], cpus=16) == ["-n", "4", "--dist", "loadgroup"]
+    assert course.parallel_arguments([], cpus=2) == ["-n", "2", "--dist", "loadscope", "--no-loadscope-reorder"]
+    assert course.parallel_arguments([], cpus=16)[:2] == ["-n", "4"]
     assert course.parallel_arguments([], cpus=1) == []
     assert course.parallel_arguments(["-p", "no:cacheprovider", "tests/test_hmm.py"], cpus=2)[:2] == ["-n", "2"]
     for chosen in (["-n", "0"], ["-n0"], ["--numprocesses=3"], ["-p", "no:xdist"], ["--dist=load"]):
         assert course.parallel_arguments(chosen, cpus=2) == [], chosen
 
 
-def test_each_notebook_and_module_is_one_xdist_group_and_each_browser_notebook_its_own():
+def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_its_own():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("root_conftest", Path(course.ROOT) / "conftest.py")
     root_conftest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(root_conftest)
-
-    class Item:
-        def __init__(self, nodeid):
-            self.nodeid, self.marks = nodeid, []
-
-        def add_marker(self, mark):
-            self.marks.append(mark)
-
-    def group_of(nodeid):
-        item = Item(nodeid)
-        root_conftest.pytest_collection_modifyitems(None, [item])
-        (mark,) = item.marks
-        assert mark.name == "xdist_group"
-        return mark.args[0]
-
-    assert group_of("notebooks/04-lstm.ipynb::Cell 3") == group_of("notebooks/04-lstm.ipynb::Cell 9")
-    assert group_of("tests/test_hmm.py::test_a") == group_of("tests/test_hmm.py::test_b") == "tests/test_hmm.py"
-    a, b = (group_of(f"tests/browser/test_widgets_in_lab.py::test_widgets_in_jupyterlab[{n}]") for n in ("04", "05"))
+    scope = root_conftest.xdist_scope
+    assert scope("notebooks/04-lstm.ipynb::Cell 3") == scope("notebooks/04-lstm.ipynb::Cell 9") == "notebooks/04-lstm.ipynb"
+    assert scope("tests/test_hmm.py::test_a") == scope("tests/test_hmm.py::test_b[x]") == "tests/test_hmm.py"
+    a, b = (scope(f"tests/browser/test_widgets_in_lab.py::test_widgets_in_jupyterlab[{n}]") for n in ("04", "05"))
     assert a != b
+
+    class Config:                                                   # only --dist loadscope is changed
+        def __init__(self, dist):
+            self.dist = dist
+
+        def getvalue(self, name):
+            return self.dist
+    assert root_conftest.pytest_xdist_make_scheduler(Config("load"), None) is None

@@ -100,10 +100,7 @@ def _step_through(page, notebook: str, widget_cells: list[int], stem: str) -> li
 # Widget slides measured taller than the projector (Chromium, 1280x720), each waiting for its widget to
 # be resized: the test still runs the widget on its slide and moves it, then reports xfail for the
 # height; once the slide fits it passes and says to remove the entry.
-TOO_TALL = {
-    "13-gpt.ipynb": "the attention explorer's slide (charlm-gpt's heads, 58 tokens): 740 px, 20 px over "
-                    "(seqlab.widgets.attention; its cells are now allowed below 0.1 inch, which should fix it)",
-}
+TOO_TALL: dict[str, str] = {}
 
 
 CURRENT_SELECTOR = ".jp-NotebookPanel:not(.lm-mod-hidden)"
