@@ -261,16 +261,30 @@ def test_widgets_in_jupyterlab(browser, lab, notebook, run_id):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob(f"*{stem}*"):
         old.unlink()
+    seconds, started = {}, time.perf_counter()
+
+    def phase(name: str) -> None:            # where the time goes (printed; the slow part is Run All)
+        nonlocal started
+        now = time.perf_counter()
+        seconds[name], started = round(now - started, 1), now
+
     page = _new_page(browser, lab)
     try:
         _open_lab(page, lab, f"live-{stem}", notebook)
         _wait_kernel(page, "Idle", f"the kernel of {notebook} to start")
+        phase("open")
         _run_all(page, notebook)
+        phase("run all")
         results = _sliders_redraw(page, notebook)
         _write_latency(notebook, results, browser.version, run_id)
+        phase("controls")
         _save_and_reopen(page, notebook, lab)
+        phase("reopen")
         too_tall = present(page, notebook)
+        phase("slides")
     finally:
         page.context.close()
     _without_kernel(browser, lab, notebook)
+    phase("no kernel")
+    print(f"{notebook}: seconds per phase {seconds}")
     check_heights(notebook, too_tall)
