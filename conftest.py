@@ -9,9 +9,17 @@ run on timing, since CI machines are noisy.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
+
+from course import pinned_numerics
+
+# The notebook kernels nbval starts inherit this environment: the committed outputs' arithmetic (course.py).
+os.environ.update(pinned_numerics())
 
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
@@ -32,6 +40,7 @@ def xdist_scope(nodeid: str) -> str:
     return nodeid if path.endswith("test_widgets_in_lab.py") else path
 
 
+@pytest.hookimpl(optionalhook=True)             # without pytest-xdist (-p no:xdist) the hook is unknown: skip it
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadscope`` with :func:`xdist_scope` as its scope. (``--dist loadgroup`` with marks would
     be the documented way, but pytest-xdist 3.8 cannot rename items under pytest 9, so its groups are

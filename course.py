@@ -166,6 +166,21 @@ def ensure_browser() -> None:
             f"SEQLAB_REQUIRE_BROWSER=1); install it with: {BROWSER_INSTALL_HINT}")
 
 
+# One arithmetic for the notebooks' numbers on every x86-64 machine. torch's own kernels (ATen), MKL and
+# oneDNN each choose their code path by the CPU, and an AVX-512 path rounds differently from an AVX2 one in
+# the last bits; a chaotic training (notebook 3's exploding RNN) or a 500-step run then ends elsewhere
+# (measured: notebook 13's live GPT reaches 2.2546 nats on AVX-512 and 2.2594, the committed figure, pinned
+# to AVX2). Every notebook kernel that `make test`, `make lab` and `make execute` start computes on the AVX2
+# paths, which every x86-64 CPU of the last decade has; a value already in the environment wins, and other
+# CPUs (ARM) ignore these variables.
+PINNED_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def pinned_numerics(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) with :data:`PINNED_NUMERICS` where it sets none."""
+    return {**PINNED_NUMERICS, **(os.environ if env is None else env)}
+
+
 def parallel_arguments(args: list[str], cpus: int | None = None) -> list[str]:
     """pytest-xdist's arguments for ``make test``: one worker per core (at most 4), unless the user chose.
 
@@ -191,7 +206,8 @@ def cmd_test(args: list[str]) -> int:
     # Side by side, each worker's torch threads must not spin while they wait (OpenMP's default): with two
     # 2-thread processes on 2 cores, spinning made a training loop 4x slower (24 s instead of 6 s), passive
     # waiting 1.25x (7.6 s). The arithmetic, and so every number, is the same either way.
-    env = {**os.environ, **({"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")} if parallel else {})}
+    env = pinned_numerics({**os.environ, **({"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+                                            if parallel else {})})
     started = time.perf_counter()
     code = subprocess.run([*prefix, str(py), "-m", "pytest", *parallel, *args], cwd=ROOT, env=env).returncode
     log(f"tests finished in {time.perf_counter() - started:.0f} s with exit code {code}")
@@ -286,12 +302,13 @@ def cmd_lab(args: list[str]) -> int:
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
     jupyter = py.parent / ("jupyter-lab.exe" if os.name == "nt" else "jupyter-lab")
-    return subprocess.run([str(jupyter), *lab_arguments(args)], cwd=ROOT).returncode
+    return subprocess.run([str(jupyter), *lab_arguments(args)], cwd=ROOT, env=pinned_numerics()).returncode
 
 
 def cmd_execute(args: list[str]) -> int:
     py = setup()
-    return subprocess.run([str(py), str(ROOT / "scripts" / "execute_notebooks.py"), *args], cwd=ROOT).returncode
+    return subprocess.run([str(py), str(ROOT / "scripts" / "execute_notebooks.py"), *args], cwd=ROOT,
+                          env=pinned_numerics()).returncode
 
 
 def cmd_bench(args: list[str]) -> int:

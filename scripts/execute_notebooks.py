@@ -4,7 +4,8 @@
     python scripts/execute_notebooks.py notebooks/01-why-sequences.ipynb
 
 Prints each notebook's run time (budget: 90 s on a 2-core laptop). Runs on the CPU
-(SEQLAB_DEVICE=cpu) so that the saved numbers are the ones CI reproduces. Widget state is
+(SEQLAB_DEVICE=cpu), on the AVX2 code paths (course.PINNED_NUMERICS), so that the saved numbers
+are the ones CI reproduces. Widget state is
 dropped from the saved file: GitHub refuses to render notebooks whose widget metadata lacks a
 state, and every widget in the course is paired with a static figure anyway. The slide
 metadata for presenting with jupyterlab-slideshow is set on the way (scripts/notebook_slides.py).
@@ -21,7 +22,9 @@ import nbformat
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule)
+from course import pinned_numerics  # noqa: E402  (the arithmetic the committed outputs are computed with)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 90.0
@@ -51,6 +54,7 @@ def execute(path: Path) -> float:
 
 def main(argv: list[str]) -> int:
     os.environ["SEQLAB_DEVICE"] = "cpu"
+    os.environ.update(pinned_numerics())            # the kernel computes as `make test`'s kernels will
     paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     total = 0.0
     for path in paths:

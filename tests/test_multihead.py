@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from seqlab import cost
 from seqlab.nn.masks import causal_mask
 from seqlab.nn.multihead import MultiheadAttention
 from seqlab.nn.positional import PositionalEncoding
@@ -201,6 +202,26 @@ def test_fused_path_equals_explicit(masks, init):
     out, weights = fused(query, memory, memory, average_attn_weights=False, **MASKS[masks])
     out_ref, weights_ref = explicit(query, memory, memory, average_attn_weights=False, **MASKS[masks])
     assert weights is not None and torch.allclose(weights, weights_ref, atol=TOL)
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["causal", "causal_and_padding"])
+@pytest.mark.parametrize("init", [{}, {"add_bias_kv": True}, {"add_zero_attn": True}])
+def test_fused_causal_self_attention_equals_explicit_and_keeps_no_mask(init, padded):
+    """Fused self-attention with is_causal and no other mask hands the kernel a flag, not an (S, S) mask
+    (extra keys or padding: the mask is built and merged as on the explicit path)."""
+    _, explicit = twins(embed_dim=E, num_heads=H, batch_first=True, **init)
+    fused = MultiheadAttention(E, H, batch_first=True, fused=True, **init)
+    fused.load_state_dict(explicit.state_dict())
+    x = randn(B, S, E, seed=4)
+    forward = {"is_causal": True, "need_weights": False, "key_padding_mask": padding(2) if padded else None}
+    mine, theirs = run(fused, x, x, x, True, **forward), run(explicit, x, x, x, True, **forward)
+    assert max(max_errors(mine, theirs).values()) <= TOL
+    n = 256                                              # long enough that an n x n mask would show
+    x = torch.randn(n, 1, E, requires_grad=True)
+    plain = MultiheadAttention(E, H, fused=True)
+    kept = {causal: cost.saved_bytes(lambda: plain(x, x, x, need_weights=False, is_causal=causal),
+                                     exclude=[x, *plain.parameters()]) for causal in (False, True)}
+    assert kept[True] == kept[False] < n * n * 4, kept
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["explicit", "fused"])

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -192,3 +196,17 @@ def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_it
         def getvalue(self, name):
             return self.dist
     assert root_conftest.pytest_xdist_make_scheduler(Config("load"), None) is None
+
+
+def test_notebook_kernels_compute_on_the_pinned_avx2_paths_unless_the_user_chose():
+    """The committed outputs are reproduced with the same arithmetic everywhere (course.PINNED_NUMERICS):
+    conftest.py puts it in the environment every nbval kernel inherits; a value already set wins."""
+    assert all(os.environ.get(name) == value for name, value in course.PINNED_NUMERICS.items())
+    assert course.pinned_numerics({"MKL_CBWR": "AUTO"})["MKL_CBWR"] == "AUTO"
+    assert course.pinned_numerics({})["ATEN_CPU_CAPABILITY"] == "avx2"
+    # and it reaches torch in a child process (as in a kernel): on an x86-64 CPU, AVX2 kernels
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                           capture_output=True, text=True, check=True)
+    cpuinfo = Path("/proc/cpuinfo")
+    if platform.machine() == "x86_64" and cpuinfo.exists() and " avx2" in cpuinfo.read_text():
+        assert probe.stdout.strip() == "AVX2", probe.stdout

@@ -145,6 +145,23 @@ def _widget_count_js() -> str:
 
 
 def _error_outputs(page) -> list[str]:
+    """The error outputs of the open notebook: read from its model, since JupyterLab renders only the
+    cells near the viewport (an error in a long notebook's last cell is not in the page), else the page."""
+    from_model = page.evaluate("""() => {
+        try {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells, errors = [];
+            for (let i = 0; i < cells.length; i++) {
+                const outputs = cells.get(i).outputs;
+                for (let j = 0; outputs && j < outputs.length; j++) {
+                    const o = outputs.get(j).toJSON();
+                    if (o.output_type === 'error') errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`.slice(0, 2000));
+                }
+            }
+            return errors;
+        } catch (e) { return null; }
+    }""")
+    if from_model:
+        return from_model
     return page.eval_on_selector_all(
         ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']",
         "els => els.map(e => e.textContent.slice(0, 2000))")
@@ -229,7 +246,9 @@ def _run_all(page, notebook: str) -> None:
         pytest.fail(f"{notebook}: Run All Cells did not finish within {RUN_ALL_TIMEOUT_S} s", pytrace=False)
     _wait_kernel(page, "Idle", f"{notebook} to finish running")
     errors = _error_outputs(page)
-    assert outcome == "ok" and not errors, f"{notebook}: Run All Cells stopped on an error:\n" + "\n".join(errors)
+    assert outcome == "ok" and not errors, (f"{notebook}: Run All Cells stopped on an error:\n" + "\n".join(errors)
+                                            if errors else f"{notebook}: Run All Cells reported a failure, and no "
+                                            "cell holds an error output")
     print(f"{notebook}: Run All Cells took {time.perf_counter() - started:.1f} s in the browser")
 
 

@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.nn.masks import allowed_anywhere
+from seqlab.nn.masks import allowed_anywhere, causal_mask, merge_masks
 
 SCORES = ("dot", "scaled", "general", "additive")
 
@@ -71,7 +71,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None,
-           dropout_p: float = 0.0, fused: bool = False) -> tuple[Tensor, Tensor | None]:
+           dropout_p: float = 0.0, fused: bool = False, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     r"""Scaled dot-product attention, :math:`\mathrm{softmax}(q k^\top \cdot \text{scale} + M)\, v`: ``(output, weights)``.
 
     ``q`` ``(..., n, d_k)``, ``k`` ``(..., m, d_k)``, ``v`` ``(..., m, d_v)``; ``mask`` broadcasts
@@ -83,6 +83,11 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale
     ``fused=True`` calls ``torch.nn.functional.scaled_dot_product_attention`` instead (one kernel,
     no ``(n, m)`` matrix kept, much faster on a GPU) and returns ``None`` for the weights; the
     explicit path is the one to read, and the one to use wherever weights are shown.
+
+    ``is_causal=True`` adds the causal mask (the queries are the last ``n`` of ``m`` positions; see
+    :func:`seqlab.nn.masks.causal_mask`). Fused, with no other mask and ``n == m``, it is passed to the
+    kernel as a flag, so no ``(n, m)`` mask is built or kept for backward (notebook 15 measures the
+    difference); otherwise the mask is built and merged with ``mask``.
     """
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"queries and keys need the same size d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
@@ -90,6 +95,14 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale
         raise ValueError(f"one value per key: got {k.shape[-2]} keys (k {tuple(k.shape)}) and "
                          f"{v.shape[-2]} values (v {tuple(v.shape)})")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    n, m = q.shape[-2], k.shape[-2]
+    if is_causal and fused and mask is None and n == m:       # torch's kernel applies the flag itself
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale, is_causal=True), None
+    if is_causal:
+        if n > m:
+            raise ValueError(f"is_causal=True needs no more queries than keys (the queries are the last n of m "
+                             f"positions), got n={n}, m={m}")
+        mask = merge_masks(causal_mask(n, m, device=q.device), mask)
     if fused:
         empty = None if mask is None else ~allowed_anywhere(mask)
         if empty is not None and empty.any():        # SDPA gives NaN there; let it attend anywhere, zero later
