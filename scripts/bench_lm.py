@@ -54,6 +54,7 @@ from seqlab import pretrained
 from seqlab.data import LMBatches, char_lm_data
 from seqlab.data.batching import forever
 from seqlab.models.charlm import CharLM, CharLMConfig
+from seqlab.models.gpt import gpt2_init_
 from seqlab.train import evaluate, lm_loss, set_lr_factor, warmup_cosine
 
 DEFAULT_RECIPES = ("nanogpt-baby", "charlm-gpt", "lstm")
@@ -84,15 +85,7 @@ class NanoGPT(nn.Module):
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight                                    # weight tying
         self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(context), persistent=False)
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, std=0.02)
-                if getattr(module, "bias", None) is not None:
-                    nn.init.zeros_(module.bias)
-        for block in self.blocks:
-            nn.init.normal_(block.self_attn.in_proj_weight, std=0.02)
-            nn.init.normal_(block.self_attn.out_proj.weight, std=0.02 / math.sqrt(2 * n_layer))
-            nn.init.normal_(block.linear2.weight, std=0.02 / math.sqrt(2 * n_layer))
+        gpt2_init_(self, self.blocks)                                           # nanoGPT's (GPT-2's) initialisation
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         T = ids.shape[1]

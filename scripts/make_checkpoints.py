@@ -65,6 +65,23 @@ REVERSERS: dict[str, dict] = {
 }
 
 
+def provenance(name: str, steps: int | None, minutes: float | None) -> dict:
+    """The part of a character model's record that says what it was made from, where and by which command."""
+    return {
+        "corpus": {"name": "shakespeare", "sha256": manifest()["shakespeare"]["sha256"],
+                   "split": "first 90% train, last 10% validation"},
+        "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                    "processor": platform.machine(), "date": time.strftime("%Y-%m-%d")},
+        "made_by": "python scripts/make_checkpoints.py " + name
+                   + (f" --steps {steps}" if steps is not None else "") + (f" --minutes {minutes:g}" if minutes is not None else ""),
+    }
+
+
+def last_hundred_mean(losses: list[float]) -> float:
+    """The training loss averaged over the last 100 steps (or all, if fewer), as records keep it."""
+    return round(sum(losses[-100:]) / min(100, len(losses)), 4)
+
+
 def make(name: str, steps: int | None, minutes: float | None) -> dict:
     if pretrained.CHECKPOINTS[name].get("model") == "GPT":
         return make_gpt(name, steps, minutes)
@@ -80,13 +97,9 @@ def make(name: str, steps: int | None, minutes: float | None) -> dict:
         "config": model.config.to_dict(),
         "training": {"seq_len": SEQ_LEN, "batch_size": pretrained.BATCH_SIZE, "lr": LR, "clip_norm": CLIP, "seed": SEED,
                      "optimizer": "Adam", "steps": len(history.steps), "seconds": round(history.seconds, 1),
-                     "steps_budget": steps, "minutes_budget": minutes, "final_train_loss_avg100": round(sum(history.train_loss[-100:]) / min(100, len(history.train_loss)), 4)},
+                     "steps_budget": steps, "minutes_budget": minutes, "final_train_loss_avg100": last_hundred_mean(history.train_loss)},
         "validation": {"loss": round(val_loss, 5), "batches": pretrained.VAL_BATCHES},
-        "corpus": {"name": "shakespeare", "sha256": manifest()["shakespeare"]["sha256"], "split": "first 90% train, last 10% validation"},
-        "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                    "processor": platform.machine(), "date": time.strftime("%Y-%m-%d")},
-        "made_by": "python scripts/make_checkpoints.py " + name
-                   + (f" --steps {steps}" if steps is not None else "") + (f" --minutes {minutes:g}" if minutes is not None else ""),
+        **provenance(name, steps, minutes),
     }
     write(name, model, record)
     return record
@@ -134,16 +147,12 @@ def make_gpt(name: str, steps: int | None, minutes: float | None) -> dict:
                      "cpu_seconds_with_curve_evaluations": round(history.seconds, 1),
                      "clock": "CPU time of the process on 1 thread (time.process_time)",
                      "steps_budget": steps, "minutes_budget": minutes,
-                     "final_train_loss_avg100": round(sum(history.train_loss[-100:]) / min(100, len(history.train_loss)), 4)},
+                     "final_train_loss_avg100": last_hundred_mean(history.train_loss)},
         "curve": {"what": f"validation loss on the first {CURVE_BATCHES} validation batches during training",
                   "steps": history.eval_steps, "cpu_seconds": [round(t, 1) for t in history.eval_seconds],
                   "val_loss": [round(v, 5) for v in history.eval_loss]},
         "validation": {"loss": round(val_loss, 5), "batches": pretrained.VAL_BATCHES},
-        "corpus": {"name": "shakespeare", "sha256": manifest()["shakespeare"]["sha256"], "split": "first 90% train, last 10% validation"},
-        "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                    "processor": platform.machine(), "date": time.strftime("%Y-%m-%d")},
-        "made_by": "python scripts/make_checkpoints.py " + name
-                   + (f" --steps {steps}" if steps is not None else "") + (f" --minutes {minutes:g}" if minutes is not None else ""),
+        **provenance(name, steps, minutes),
     }
     if stored == "float16":
         model.half()

@@ -41,7 +41,8 @@ def test_gpt_checkpoint_says_how_it_was_made_and_records_its_curve():
     curve = record["curve"]
     assert len(curve["steps"]) == len(curve["cpu_seconds"]) == len(curve["val_loss"]) >= 8
     assert curve["steps"] == sorted(curve["steps"]) and curve["cpu_seconds"] == sorted(curve["cpu_seconds"])
-    assert curve["val_loss"][-1] < curve["val_loss"][0] - 0.5
+    assert curve["val_loss"][-1] < curve["val_loss"][0] - 0.2           # it falls all the way (first point: 1/16 in)
+    assert curve["val_loss"][-1] <= min(curve["val_loss"]) + 0.01        # and ends at (about) its lowest
 
 
 def test_build_model_overrides_only_for_gpt():

@@ -13,6 +13,11 @@ still runs top to bottom; the result is truthy only when every case passes.
 Adding an exercise for another notebook: build an :class:`Exercise` and :func:`register` it in
 that notebook's module (``seqlab/exercises/nbNN_topic.py``), and import the module in
 ``seqlab/exercises/__init__.py``.
+
+"Predict, then measure" exercises judge a prediction against a measurement, which the reference
+solution makes. Where the experiment is cheap the reference runs it (once per process, cached);
+where it is a training run too slow to repeat inside ``check``, the notebook runs it once and
+hands the result to a :class:`Measurement`, which the reference reads back.
 """
 
 from __future__ import annotations
@@ -137,6 +142,28 @@ def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
                                             f"got {_short(got)}.\n   Hint: {hint}", number)
     return CheckResult(name, True, f"✅ PASS {name}: all {len(ex.cases)} checks pass.")
+
+
+# -- measurements a notebook hands to a "predict, then measure" checker ------------------------------
+class Measurement:
+    """One named measurement, recorded by a notebook cell and read by a checker."""
+
+    def __init__(self, name: str, where: str):
+        self.name, self.where = name, where     # what is measured; which notebook cell measures it
+        self._value: Any = None
+
+    def record(self, value: Any) -> Any:
+        """Keep ``value`` (the notebook's measurement) for the checker; returns it."""
+        if value is None:
+            raise ValueError(f"{self.name}: record a measured value, got None")
+        self._value = value
+        return value
+
+    def get(self) -> Any:
+        if self._value is None:
+            raise RuntimeError(f"{self.name} has not been measured in this session yet: run {self.where} first, "
+                               "then check your prediction")
+        return self._value
 
 
 # -- helpers for exercises on tensors ---------------------------------------------------------------

@@ -8,8 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, first_difference, register, tensor_hint
-from seqlab.exercises._measured import Measurement
+from seqlab.exercises._core import Case, Exercise, Measurement, first_difference, register, tensor_hint
 
 BOS, EOS = 1, 2
 

@@ -9,8 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, randn64, register, tensors_close
-from seqlab.exercises._measured import Measurement
+from seqlab.exercises._core import Case, Exercise, Measurement, randn64, register, tensors_close
 
 
 _randn = randn64

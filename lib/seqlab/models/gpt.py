@@ -56,6 +56,25 @@ __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
 _IN_ATTENTION = ("rope", "alibi")
 
 
+def gpt2_init_(model: nn.Module, blocks: nn.ModuleList) -> None:
+    """GPT-2's initialisation, in place: every weight N(0, 0.02), every bias 0, and the two projections that
+    write into the residual stream (W^O and the FFN's W_2) N(0, 0.02 / sqrt(2 N)) for N blocks, so that the
+    stream's variance does not grow with depth. ``blocks`` are seqlab's or torch's TransformerEncoderLayer
+    (the same attribute names); scripts/bench_lm.py initialises its torch.nn nanoGPT with it too."""
+    residual_std = 0.02 / math.sqrt(2 * len(blocks))
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+    for block in blocks:
+        nn.init.normal_(block.self_attn.in_proj_weight, std=0.02)
+        if block.self_attn.in_proj_bias is not None:
+            nn.init.zeros_(block.self_attn.in_proj_bias)
+        nn.init.normal_(block.self_attn.out_proj.weight, std=residual_std)                # W^O writes to the stream
+        nn.init.normal_(block.linear2.weight, std=residual_std)                           # so does W_2
+
+
 @dataclass
 class GPTConfig:
     """The sizes of a :class:`GPT`. ``dim_feedforward=None`` means ``4 * d_model`` (GPT-2's ratio)."""
@@ -154,18 +173,7 @@ class GPT(nn.Module):
             self.head.weight = self.embed.weight                                          # U = E^T, one parameter
 
     def _init_weights(self) -> None:
-        residual_std = 0.02 / math.sqrt(2 * self.config.n_layer)
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, std=0.02)
-                if getattr(module, "bias", None) is not None:
-                    nn.init.zeros_(module.bias)
-        for block in self.blocks:
-            nn.init.normal_(block.self_attn.in_proj_weight, std=0.02)
-            if block.self_attn.in_proj_bias is not None:
-                nn.init.zeros_(block.self_attn.in_proj_bias)
-            nn.init.normal_(block.self_attn.out_proj.weight, std=residual_std)            # W^O writes to the stream
-            nn.init.normal_(block.linear2.weight, std=residual_std)                       # so does W_2
+        gpt2_init_(self, self.blocks)
 
     def num_parameters(self) -> int:
         """Parameters actually held (a tied matrix once); equals ``config.num_parameters()``."""
