@@ -40,6 +40,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import Bbox, ScaledTranslation, blended_transform_factory
 
 from seqlab.notebook import FIGURE_DPI
+from seqlab.train import evaluating
 from seqlab.widgets.live import LiveFigure, PNGFigure
 
 if TYPE_CHECKING:
@@ -156,15 +157,11 @@ def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int =
         allowed = "'forward' or 'reverse'" if rnn.bidirectional else "'forward' (the model is not bidirectional)"
         raise ValueError(f"direction must be {allowed}, got {direction!r}")
 
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):                                           # dropout off; each module's mode restored
         device = next(model.parameters()).device
         ids = vocab.encode(text).to(device)[None]                     # (1, T)
         _, _, trace = rnn(model.embed(ids), return_trace=True)
         logits = model.head(trace.layers[-1]["forward"]["h"]) if not rnn.bidirectional else None
-    finally:
-        model.train(was_training)
 
     values = {name: trace.get(name, layer, direction)[0].float().cpu().numpy()   # (T, H)
               for name in trace.names}
