@@ -54,8 +54,8 @@ Where seqlab differs from torch (each on purpose):
 - ``is_causal=True`` without ``attn_mask`` builds the causal mask
   (:func:`seqlab.nn.masks.causal_mask`: the ``L`` queries are the last ``L`` of the ``S`` key
   positions), where torch raises; on the fused path with no other mask it is passed to the
-  kernel as a flag instead, so no ``(L, S)`` mask is kept for backward. With an ``attn_mask``, that mask is used as given (``is_causal``
-  is then a hint, as in torch);
+  kernel as a flag instead, so no ``(L, S)`` mask is kept for backward. With an ``attn_mask``,
+  that mask is used as given (``is_causal`` is then a hint, as in torch);
 - keyword-only extras: ``positional`` (a :class:`seqlab.nn.positional.PositionalEncoding` whose
   ``rotate`` and ``score_bias`` hooks act on the split heads, for RoPE and ALiBi), ``fused``
   (use ``scaled_dot_product_attention`` when no weights are asked for) and ``cache`` (a
