@@ -263,15 +263,13 @@ class MultiheadAttention(nn.Module):
         L, B, E = query.shape
         S = key.shape[0] + (0 if cache is None else cache.offset)   # keys: the cached ones, then the new ones
         H, d_h = self.num_heads, self.head_dim
-        fused = self.fused and not need_weights
-        # Fused and causal with no other mask: tell the kernel by a flag, so that no (L, S) mask is built
-        # and kept for backward (notebook 15 measures it); with any other mask, merge the causal one in.
-        causal_flag = (fused and is_causal and attn_mask is None and L == S
-                       and self.bias_k is None and not self.add_zero_attn)      # no extra keys open to all
-        mask = self._merged_mask(attn_mask, key_padding_mask, is_causal and not causal_flag, batched, B, L, S, query)
-        if causal_flag and mask is not None:
-            causal_flag = False
-            mask = self._merged_mask(attn_mask, key_padding_mask, True, batched, B, L, S, query)
+        # is_causal without attn_mask: attend() applies the causal mask, as a flag to the fused kernel when no
+        # other mask is left (no (L, S) mask kept for backward, notebook 15), else merged in. Extra keys
+        # (bias_k, add_zero_attn) are open to every query, so with them the mask is built here.
+        causal_in_attend = (is_causal and attn_mask is None and L <= S
+                            and self.bias_k is None and not self.add_zero_attn)
+        mask = self._merged_mask(attn_mask, key_padding_mask, is_causal and not causal_in_attend,
+                                 batched, B, L, S, query)
 
         # 1-2. project and split the heads: Q W_i^Q for every head i at once
         W_q, W_k, W_v = self.projection_weights()
@@ -292,8 +290,9 @@ class MultiheadAttention(nn.Module):
 
         # 3. attend in every head: softmax(q k^T / sqrt(d_h) + M) v
         dropout_p = self.dropout if self.training else 0.0
+        fused = self.fused and not need_weights
         z, weights = attend(q, k, v, mask, dropout_p=dropout_p, fused=fused,
-                            is_causal=causal_flag)               # (B, H, L, d_h), (B, H, L, S')
+                            is_causal=causal_in_attend)          # (B, H, L, d_h), (B, H, L, S')
 
         # 4-5. concatenate the heads and mix them with W^O
         z = z.permute(2, 0, 1, 3).reshape(L, B, E)               # Concat(head_1..head_h), (L, B, E)
