@@ -16,11 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from course import pinned_numerics
-
-# The notebook kernels nbval starts inherit this environment: the committed outputs' arithmetic (course.py).
-os.environ.update(pinned_numerics())
-
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
 

@@ -4,8 +4,10 @@
     python scripts/execute_notebooks.py notebooks/01-why-sequences.ipynb
 
 Prints each notebook's run time (budget: 90 s on a 2-core laptop). Runs on the CPU
-(SEQLAB_DEVICE=cpu), on the AVX2 code paths (course.PINNED_NUMERICS), so that the saved numbers
-are the ones CI reproduces. Widget state is
+(SEQLAB_DEVICE=cpu), on this machine's own arithmetic: the saved numbers are one machine's, and
+nbval compares as text only the cells tagged ``nbval-check-output`` (scripts/portability.py sets
+them: outputs every arithmetic profile prints alike); the rest are guarded by each notebook's
+final assertions, with bands measured across profiles. Widget state is
 dropped from the saved file: GitHub refuses to render notebooks whose widget metadata lacks a
 state, and every widget in the course is paired with a static figure anyway. The slide
 metadata for presenting with jupyterlab-slideshow is set on the way (scripts/notebook_slides.py).
@@ -24,7 +26,6 @@ from nbclient import NotebookClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule)
-from course import pinned_numerics  # noqa: E402  (the arithmetic the committed outputs are computed with)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 90.0
@@ -41,7 +42,7 @@ def clean_for_commit(nb: nbformat.NotebookNode) -> None:
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     # store_widget_state must stay on: nbclient needs it to route Output-widget messages.
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
+    client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     started = time.perf_counter()
     client.execute()
@@ -54,7 +55,9 @@ def execute(path: Path) -> float:
 
 def main(argv: list[str]) -> int:
     os.environ["SEQLAB_DEVICE"] = "cpu"
-    os.environ.update(pinned_numerics())            # the kernel computes as `make test`'s kernels will
+    # beside other work, OpenMP threads that spin while they wait make a training many times slower; the
+    # waiting policy changes no arithmetic
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     total = 0.0
     for path in paths:

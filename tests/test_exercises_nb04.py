@@ -116,28 +116,28 @@ def test_horizon_measurement_is_the_rnn_trained_as_in_section_6_leaving_the_gene
     before = torch.random.get_rng_state()
     runs = measure_rnn_horizon()                     # trained here, the first time in this process
     assert torch.equal(torch.random.get_rng_state(), before)
-    assert tuple(runs) == HORIZON_LENGTHS == (20, 30)
+    assert tuple(runs) == HORIZON_LENGTHS == (10, 30)
     for T, run in runs.items():
         assert run.cell == "rnn" and run.config.length == T and run.config.steps == 1000 and run.config.seed == 0
         assert run.config.hidden_size == 32 and run.config.eval_every == 100
-    assert learned(runs[20]) and not learned(runs[30]), {T: run.summary() for T, run in runs.items()}
+    assert learned(runs[10]) and not learned(runs[30]), {T: run.summary() for T, run in runs.items()}
     assert measure_rnn_horizon() is runs                     # measured once, then reused
 
 
 def test_the_measured_answer_passes():
-    assert check("predict_rnn_horizon", lambda: {20: True, 30: False})
+    assert check("predict_rnn_horizon", lambda: {10: True, 30: False})
 
 
 @pytest.mark.parametrize("wrong, words", [
-    ({20: True, 30: True}, "at T = 30 it does not: the first marker lies 15 to 30 steps"),
-    ({20: False, 30: False}, "at T = 20 it does"),
-    ({20: False, 30: True}, "at T = 20 it does"),
-    ({20: 1, 30: 0}, "answer with a dict"),
-    ("20", "answer with a dict"),
-    ({20: True}, "answer with a dict"),
+    ({10: True, 30: True}, "at T = 30 it does not: the first marker lies 15 to 30 steps"),
+    ({10: False, 30: False}, "at T = 10 it does"),
+    ({10: False, 30: True}, "at T = 10 it does"),
+    ({10: 1, 30: 0}, "answer with a dict"),
+    ("10", "answer with a dict"),
+    ({10: True}, "answer with a dict"),
 ])
 def test_wrong_predictions_are_told_the_measurement_and_why(wrong, words):
     message = failure_message("predict_rnn_horizon", lambda: wrong)
     assert words in message, message
     if isinstance(wrong, dict) and len(wrong) == 2 and all(isinstance(v, bool) for v in wrong.values()):
-        assert "measured: T = 20: MSE" in message and "not learned" in message
+        assert "measured: T = 10: MSE" in message and "not learned" in message

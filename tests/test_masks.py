@@ -74,6 +74,24 @@ def test_attend_matches_torchs_scaled_dot_product_attention(kind, fused):
 
 
 @pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("n", [7, 3, 1], ids=["n=m", "n<m", "one-query"])
+def test_attend_is_causal_reads_up_to_each_querys_own_position(n, fused):
+    """is_causal with n of m queries (the last n positions, as with a KV cache) is the bottom-right aligned
+    triangle j <= i + (m - n), written out here rather than taken from causal_mask. torch's own is_causal
+    flag aligns the triangle top-left when n < m, so the fused path may hand the kernel the flag only when
+    n == m; its output must still be the tail of a full causal pass."""
+    m = 7
+    q, k, v = randn(2, 3, m, 4, seed=11), randn(2, 3, m, 4, seed=12), randn(2, 3, m, 5, seed=13)
+    allowed = torch.ones(n, m, dtype=torch.bool).tril(diagonal=m - n)
+    out, _ = attend(q[..., m - n:, :], k, v, is_causal=True, fused=fused)
+    reference = F.scaled_dot_product_attention(q[..., m - n:, :], k, v, attn_mask=allowed)
+    assert torch.allclose(out, reference, atol=1e-6), \
+        f"is_causal with {n} queries of {m} keys (fused={fused}) is not softmax over keys j <= i + {m - n}"
+    full, _ = attend(q, k, v, is_causal=True, fused=fused)
+    assert torch.allclose(out, full[..., m - n:, :], atol=1e-6), "the last n queries differ from a full causal pass"
+
+
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("additive", [False, True])
 def test_a_row_with_nothing_to_attend_to_gives_zeros_forward_and_backward(fused, additive):
     """Zero weights, a zero output and zero gradients (the naive softmax gives 0/0 = NaN here; torch 2.13's

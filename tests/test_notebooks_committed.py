@@ -55,3 +55,18 @@ def test_notebook_carries_the_slide_metadata_of_the_rule(path):
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "notebook_slides.py"), "--check", str(path)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_nbval_compares_the_exact_outputs_and_only_those(path):
+    """`make test` runs nbval with --nbval-lax: only cells tagged nbval-check-output are compared as text
+    (scripts/portability.py tags those that every arithmetic profile prints alike). Each notebook has
+    some, so a change in what it computes exactly still fails; none prints library source, so a comment
+    changed in lib/ does not force a re-run; and no cell is marked in the old way that lax mode ignores."""
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    compared = [i for i, c in enumerate(code) if "nbval-check-output" in c.metadata.get("tags", [])]
+    assert compared, f"{path.name}: no cell tagged nbval-check-output (run scripts/portability.py run, then tag)"
+    for i in compared:
+        assert "getsource" not in code[i].source, f"{path.name}: code cell {i} prints library source and is compared"
+        assert code[i].outputs, f"{path.name}: code cell {i} is tagged but has no output to compare"

@@ -198,15 +198,46 @@ def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_it
     assert root_conftest.pytest_xdist_make_scheduler(Config("load"), None) is None
 
 
-def test_notebook_kernels_compute_on_the_pinned_avx2_paths_unless_the_user_chose():
-    """The committed outputs are reproduced with the same arithmetic everywhere (course.PINNED_NUMERICS):
-    conftest.py puts it in the environment every nbval kernel inherits; a value already set wins."""
-    assert all(os.environ.get(name) == value for name, value in course.PINNED_NUMERICS.items())
-    assert course.pinned_numerics({"MKL_CBWR": "AUTO"})["MKL_CBWR"] == "AUTO"
-    assert course.pinned_numerics({})["ATEN_CPU_CAPABILITY"] == "avx2"
-    # and it reaches torch in a child process (as in a kernel): on an x86-64 CPU, AVX2 kernels
+def _capability_under(profile: str) -> str:
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
-                           capture_output=True, text=True, check=True)
+                           capture_output=True, text=True, check=True, env=course.profile_environment(profile))
+    return probe.stdout.strip()
+
+
+def test_arithmetic_profiles_set_their_variables_and_nothing_left_in_the_shell():
+    """`course.py test --profiles` runs the notebooks as other machines compute: each profile's environment
+    holds its own settings of the arithmetic variables and drops any the shell had set."""
+    shell = {"PATH": "/bin", "MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "7"}
+    assert course.profile_environment("native", shell) == {"PATH": "/bin"}
+    assert course.profile_environment("baseline", shell)["ATEN_CPU_CAPABILITY"] == "default"
+    assert course.profile_environment("threads1", shell)["OMP_NUM_THREADS"] == "1"
+    assert "MKL_CBWR" not in course.profile_environment("threads1", shell)
+    assert {"native", "baseline", "threads1"} <= set(course.PROFILES) and course.CI_EXTRA_PROFILE in course.PROFILES
+    with pytest.raises(SystemExit, match="no arithmetic profile 'avx9'"):
+        course.profile_environment("avx9")
+    # and the settings reach torch in a child process (as in a kernel) on an x86-64 CPU
     cpuinfo = Path("/proc/cpuinfo")
-    if platform.machine() == "x86_64" and cpuinfo.exists() and " avx2" in cpuinfo.read_text():
-        assert probe.stdout.strip() == "AVX2", probe.stdout
+    if platform.machine() == "x86_64" and cpuinfo.exists():
+        assert _capability_under("baseline") == "DEFAULT"
+        if " avx2" in cpuinfo.read_text():
+            assert _capability_under("avx2") == "AVX2"
+
+
+def test_profiles_option_and_the_notebook_by_profile_table(tmp_path):
+    assert course.split_profiles(["-x", "notebooks/"]) == (None, ["-x", "notebooks/"])
+    assert course.split_profiles(["--profiles"])[0] == list(course.PROFILES)
+    assert course.split_profiles(["--profiles=baseline,threads1", "-x"]) == (["baseline", "threads1"], ["-x"])
+    with pytest.raises(SystemExit, match="no arithmetic profile"):
+        course.split_profiles(["--profiles=native,sse9"])
+    report = tmp_path / "r.xml"
+    report.write_text('''<testsuites><testsuite>
+      <testcase classname="notebooks.03-bptt.ipynb" name="Cell 0" file="notebooks/03-bptt.ipynb"/>
+      <testcase classname="notebooks.03-bptt.ipynb" name="Cell 1" file="notebooks/03-bptt.ipynb"><failure/></testcase>
+      <testcase classname="notebooks.04-lstm.ipynb" name="Cell 0" file="notebooks/04-lstm.ipynb"/>
+    </testsuite></testsuites>''')
+    outcomes = course.junit_outcomes(report)
+    assert outcomes == {"03-bptt.ipynb": (1, 1), "04-lstm.ipynb": (1, 0)}
+    table = course.profile_table({"native": outcomes, "baseline": {"04-lstm.ipynb": (1, 0)}}).splitlines()
+    assert table[0].split() == ["notebook", "native", "baseline"]
+    assert table[1].split() == ["03-bptt.ipynb", "1", "failed", "not", "run"]
+    assert table[2].split() == ["04-lstm.ipynb", "ok", "ok"]

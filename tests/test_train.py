@@ -80,6 +80,28 @@ def test_gradient_clipping_bounds_the_update():
     assert (model.table.weight - before).norm().item() == pytest.approx(1e-3, rel=1e-3)
 
 
+def test_gradient_clipping_uses_the_global_norm_over_all_parameters():
+    """clip_norm bounds the norm of the whole gradient, every parameter tensor together (as
+    torch.nn.utils.clip_grad_norm_ does), and keeps its direction. Clipping each tensor by its own
+    norm (notebook 3's typical mistake) lets the step grow with the number of tensors and turns it;
+    a model with one parameter tensor, like BigramLM above, cannot tell the two apart."""
+    model = torch.nn.Module()
+    model.a = torch.nn.Parameter(torch.zeros(3))
+    model.b = torch.nn.Parameter(torch.zeros(2))
+    gradient = torch.tensor([3.0, 3.0, 3.0, 40.0, 40.0])                # dL/da, then dL/db
+
+    def loss_fn(m, batch):
+        return 3.0 * m.a.sum() + 40.0 * m.b.sum()
+
+    train(model, [torch.zeros(1)], loss_fn, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), max_steps=1,
+          clip_norm=1.0, progress=False)
+    step = -torch.cat([model.a.detach(), model.b.detach()])             # SGD from zero: minus the clipped gradient
+    assert step.norm().item() == pytest.approx(1.0, rel=1e-5), \
+        f"the update's global norm is {step.norm().item():.4f}, not clip_norm = 1 (each tensor clipped on its own?)"
+    assert torch.allclose(step, gradient / gradient.norm(), atol=1e-6), \
+        f"clipping turned the gradient: step {step.tolist()}, expected {(gradient / gradient.norm()).tolist()}"
+
+
 def test_non_finite_loss_stops_with_advice():
     def bad_loss(model, batch):
         return model(batch[0]).sum() * float("nan")

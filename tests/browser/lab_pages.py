@@ -1,7 +1,7 @@
 """What the browser tests do in a JupyterLab page, shared by the test modules of tests/browser.
 
 Opening JupyterLab and a notebook, waiting for the kernel's status, Run All Cells, finding a widget's
-controls and moving one until the kernel answers with a new picture (``__seqlabSnap`` /
+controls and moving one until the kernel answers with a redraw (``__seqlabSnap`` /
 ``__seqlabChanged`` in ``INIT_SCRIPT``, defined in every page). The notebooks with live widgets are
 found from their saved outputs (``WIDGET_NOTEBOOKS``).
 """
@@ -44,7 +44,7 @@ WIDGET_NOTEBOOKS = widget_notebooks()
 
 # Defined in every page: the state of one widget view, as a reader sees it.
 # pictures: the src of its images (ipywidgets.Image: a new blob URL for every new picture);
-# shown: the text of its HTML and Output children, minus LiveFigure's "redrawn in N ms" line;
+# status: LiveFigure's "redrawn in N ms" line; redraws: LiveFigure's redraw counter (data-redraws);
 # readouts: the sliders' own readouts (they change in the browser alone, so they prove nothing).
 INIT_SCRIPT = r"""
 window.__seqlabSnap = (root) => {
@@ -53,26 +53,22 @@ window.__seqlabSnap = (root) => {
   return {
     pictures: imgs.map(i => i.src),
     loaded: imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0),
-    shown: text('.widget-html-content, .widget-output').filter(t => !/^redrawn in \d+ ms$/.test(t)),
     status: text('.widget-html-content').filter(t => /^redrawn in \d+ ms$/.test(t)).join(''),
     readouts: text('.widget-readout'),
     redraws: [...root.querySelectorAll('[data-redraws]')].map(e => e.dataset.redraws).join('|'),
   };
 };
-// when a move has been answered: {at, picture} once a new picture has loaded (picture: true), or the
-// kernel's redraw counter moved on with the picture unchanged (picture: false); false while waiting
+// when a move has been answered: {at, picture} once the kernel's redraw counter has moved on and the
+// picture, if it changed, has loaded (picture: whether it changed); false while waiting. The counter,
+// not a new picture: LiveFigure.redraw sends the picture first and the counter last, so a new picture
+// alone may leave its counter still on the way -- the next move would then take that counter for its
+// own answer, and a later move, pressed before the kernel had even seen the earlier ones, could cancel
+// them out in ipywidgets' message throttle and never be answered (see _move).
 window.__seqlabChanged = ([root, before]) => {
   const now = window.__seqlabSnap(root);
-  if (now.pictures.join('|') !== before.pictures.join('|')) {
-    return now.loaded ? {at: performance.now(), picture: true} : false;
-  }
-  if (before.pictures.length === 0 && now.shown.join('|') !== before.shown.join('|')) {
-    return {at: performance.now(), picture: true};
-  }
-  if (now.redraws && now.redraws !== before.redraws) {
-    return {at: performance.now(), picture: false};
-  }
-  return false;
+  if (!now.redraws || now.redraws === before.redraws) return false;
+  const picture = now.pictures.join('|') !== before.pictures.join('|');
+  return picture && !now.loaded ? false : {at: performance.now(), picture};
 };
 window.__seqlabDigest = async (src) => {
   const bytes = await (await fetch(src)).arrayBuffer();
@@ -82,6 +78,9 @@ window.__seqlabDigest = async (src) => {
 """
 KERNEL_STATUS_JS = """() => document.querySelector(
   '#jp-main-statusbar .jp-StatusBar-TextItem[title^="Change kernel"]')?.textContent || ''"""
+# the kernel's own state, as the open notebook's kernel connection last heard it (every comm message,
+# a widget's change too, is "busy" until the kernel has handled it and sent everything it answers)
+KERNEL_IDLE_JS = "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'"
 WIDGET_ROOTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output > .jupyter-widgets"
 NOTEBOOK_IMAGES = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedImage img"
 
@@ -225,28 +224,26 @@ def _direction(handle) -> str:
 
 
 def _move(page, widget, act, what: str) -> tuple[float, bool]:
-    """Do ``act()`` (press a key on a slider, pick an option, click); wait for the kernel's answer;
-    return the latency in ms and whether the picture changed (see ``__seqlabChanged``)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    """Do ``act()`` (press a key on a slider, pick an option, click); wait for the kernel's answer (its
+    redraw: see ``__seqlabChanged``); return the latency in ms and whether the picture changed.
 
+    A move starts from an idle kernel. A widget model of ipywidgets sends one change at a time: until
+    the kernel reports idle after it, later changes wait in the page, and only the latest value is
+    sent. Two moves made in that window, one there and one back, reach the kernel as its own value,
+    so it redraws nothing and the second move is never answered (the "lost" answers of a busy 2-core
+    machine, where the idle comes late). Waiting for the idle -- and for the redraw counter, not just
+    a new picture -- keeps every move a change of its own in the kernel; a control that does not
+    answer still fails after REDRAW_TIMEOUT_S.
+    """
+    _wait(page, KERNEL_IDLE_JS, f"the kernel to be idle before {what}", REDRAW_TIMEOUT_S)
     before = widget.evaluate("root => window.__seqlabSnap(root)")
+    if not before["redraws"]:
+        pytest.fail(f"{what}: the widget shows no redraw counter (data-redraws in LiveFigure's status line), "
+                    "which is how this test knows that the kernel has answered a move", pytrace=False)
     started = page.evaluate("performance.now()")
     act()
-    arg = [widget.element_handle(), before]
-    try:
-        answer = page.wait_for_function("window.__seqlabChanged", arg=arg, timeout=REDRAW_TIMEOUT_S * 1000)
-    except PlaywrightTimeout:
-        # Once, on a busy 2-core CI machine, a key press was not answered within the limit (two green
-        # runs of the same commit before and after). Look again: if the slider's readout never moved,
-        # the press itself was lost, so press again; either way wait once more. A control that does
-        # not answer then still fails.
-        lost = widget.evaluate("root => window.__seqlabSnap(root)")["readouts"] == before["readouts"] and before["readouts"]
-        print(f"{what}: no answer within {REDRAW_TIMEOUT_S} s; " + ("the readout did not move, pressing again"
-                                                                    if lost else "waiting once more"))
-        if lost:
-            act()
-        answer = _wait(page, "window.__seqlabChanged", f"a new picture (or new numbers) after {what} (second try)",
-                       REDRAW_TIMEOUT_S, arg=arg)
+    answer = _wait(page, "window.__seqlabChanged", f"the kernel's redraw (a new picture, or the same one) after "
+                   f"{what}", REDRAW_TIMEOUT_S, arg=[widget.element_handle(), before])
     answer = answer.json_value()
     return answer["at"] - started, answer["picture"]
 

@@ -6,14 +6,16 @@ same rule, and finding none is a failure), in a throw-away JupyterLab driven by 
 
 1. the notebook runs top to bottom (Run All Cells) without an error, every widget shows up, and
    moving each of its sliders with the keyboard, choosing another option of each dropdown and
-   clicking each toggle button and checkbox brings a new picture (or, for a widget without a
-   picture, new numbers) into the page; control -> new picture latency is measured over several
-   moves and written to ``test-artifacts/browser/latency.json`` (printed at the end of the run;
-   only a generous sanity bound is asserted, the machines are noisy). A disabled control (e.g. a
-   head slider when the model has one head) is left alone. A move that the kernel answers with
-   the same picture (a control without a visible effect in the current state) is waited for by
-   LiveFigure's redraw counter (``data-redraws`` in its status line) instead of hanging, and is
-   counted as ``unchanged`` in the report;
+   clicking each toggle button and checkbox brings a redraw from the kernel into the page (a new
+   picture, whose bytes differ from the old one's); control -> new picture latency is measured
+   over several moves and written to ``test-artifacts/browser/latency.json`` (printed at the end
+   of the run; only a generous sanity bound is asserted, the machines are noisy). A disabled control (e.g. a
+   head slider when the model has one head) is left alone. A move is answered when LiveFigure's
+   redraw counter (``data-redraws`` in its status line, the last thing a redraw sends) moves on
+   and the new picture, if any, has loaded; each move starts from an idle kernel, so that no two
+   moves are ever on their way at once (see ``lab_pages._move``). A move that the kernel answers
+   with the same picture (a control without a visible effect in the current state) is counted as
+   ``unchanged`` in the report;
 2. after Save, Close and Open again (the kernel still running) the widgets render again and still
    answer their sliders. JupyterLab 4 saves no widget *state* (``metadata.widgets``) by default,
    which is what the course wants (see ``tests/test_notebooks_committed.py``); the views come back

@@ -217,7 +217,11 @@ register(Exercise(
 # Exercise 3: predict, then measure -- how far back can the vanilla RNN reach?
 # --------------------------------------------------------------------------------------------
 
-HORIZON_LENGTHS = (20, 30)      # the RNN fails at T = 50 (section 6); these are the shorter sequences we try
+# The RNN fails at T = 50 (section 6); these are the shorter sequences we try. Chosen so that the answer does not
+# hang on the seed or the CPU's arithmetic: the final MSE is 2-6 % of the baseline's at T = 10 (seeds 0-7) and
+# 98-123 % at T = 30 (seeds 0-9); at T = 20, the length first used, it ranged from 5 % to 41 % (seeds 0-9), learned
+# or not depending on the seed (and seed 0's own 5 % moved to 7 % under another CPU's rounding).
+HORIZON_LENGTHS = (10, 30)
 LEARNED_BELOW = 0.1             # "learns the task": validation MSE below 10 % of the mean-guessing baseline's
 
 
@@ -253,7 +257,7 @@ def _same_answer(got: Any, expected: dict[int, bool]) -> bool:
 def _diagnose_horizon(args: tuple, got: Any, expected: dict[int, bool]) -> str | None:
     if not isinstance(got, dict) or set(got) != set(expected) or not all(isinstance(v, bool) for v in got.values()):
         shown = sorted(got) if isinstance(got, dict) else type(got).__name__
-        return (f"answer with a dict {{20: True or False, 30: True or False}} (does the RNN learn the task at that "
+        return (f"answer with a dict {{10: True or False, 30: True or False}} (does the RNN learn the task at that "
                 f"length?); got {shown}.")
     runs = measure_rnn_horizon()
     measured = "; ".join(f"T = {T}: MSE {run.mse:.4f} against the baseline's {run.baseline['mse']:.3f}, "
@@ -271,11 +275,11 @@ def _diagnose_horizon(args: tuple, got: Any, expected: dict[int, bool]) -> str |
 
 register(Exercise(
     name="predict_rnn_horizon",
-    signature="predict_rnn_horizon() -> {20: bool, 30: bool}: does the vanilla RNN of section 6 learn the adding "
-              "problem (MSE below 10 % of the baseline's) with sequences of T = 20 and of T = 30 steps "
+    signature="predict_rnn_horizon() -> {10: bool, 30: bool}: does the vanilla RNN of section 6 learn the adding "
+              "problem (MSE below 10 % of the baseline's) with sequences of T = 10 and of T = 30 steps "
               "(checked against a measurement)",
     reference=_horizon_answer,
-    cases=[Case((), "the RNN of section 6 trained on sequences of T = 20 and T = 30 steps")],
+    cases=[Case((), "the RNN of section 6 trained on sequences of T = 10 and T = 30 steps")],
     hint="the first marker lies in the first half, T/2 to T steps before the answer the loss judges.",
     diagnose=_diagnose_horizon,
     same=_same_answer,

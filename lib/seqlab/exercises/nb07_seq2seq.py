@@ -207,7 +207,7 @@ register(Exercise(
               "decoder reads its own outputs (checked against the notebook's measurement, +-0.01)",
     reference=_predict_units_free_running,
     cases=[Case((), "the date translator, free running: the error rate of the day's second digit")],
-    hint="teacher-forced, each digit is wrong about 2% of the time; free running, a wrong first digit drags "
+    hint="teacher-forced, each day digit is wrong a few percent of the time; free running, a wrong first digit drags "
          "the second one with it.",
     diagnose=_diagnose_prediction,
     same=_same_prediction,
