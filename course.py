@@ -174,7 +174,7 @@ def ensure_browser() -> None:
 # every profile and prints a table; scripts/portability.py decides which outputs are compared as text.
 ARITHMETIC_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 PROFILES: dict[str, dict[str, str]] = {
-    "native": {},                                   # the machine's widest code paths, one thread per core
+    "native": {},                                   # the machine's widest code paths (threads: see worker_threads)
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
     "baseline": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
     "threads1": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
@@ -206,6 +206,29 @@ def parallel_arguments(args: list[str], cpus: int | None = None) -> list[str]:
         return []
     workers = min(4, cpus if cpus is not None else (os.cpu_count() or 1))
     return ["-n", str(workers), "--dist", "loadscope", "--no-loadscope-reorder"] if workers > 1 else []
+
+
+def worker_threads(env: dict[str, str], workers: int, cpus: int | None = None) -> dict[str, str]:
+    """``env`` for ``workers`` test processes side by side: torch threads shared out over the cores.
+
+    Unless ``env`` (or a profile) sets them, each worker gets ``cores // workers`` threads (on 2 cores and
+    2 workers: 1), so that no thread waits for a core. Oversubscribed (a profile of 3 threads on 2 workers),
+    OpenMP's threads must wait passively, not spin: two 2-thread trainings side by side on 2 cores ran 4x
+    slower spinning. Passive waiting is no default for a single process, though: alone, a loop of small
+    operations (notebook 3's SGD runs) took 93 s instead of 24 s, each step's wake-ups costing system time.
+    The thread count changes the order of additions, never a claim: every notebook is checked under
+    several (``--profiles``).
+    """
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    if workers <= 1:
+        return dict(env)
+    out = dict(env)
+    if "OMP_NUM_THREADS" not in out:
+        out["OMP_NUM_THREADS"] = out.get("MKL_NUM_THREADS", str(max(1, cpus // workers)))
+    out.setdefault("MKL_NUM_THREADS", out["OMP_NUM_THREADS"])
+    if int(out["OMP_NUM_THREADS"]) * workers > cpus:
+        out.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return out
 
 
 def split_profiles(args: list[str]) -> tuple[list[str] | None, list[str]]:
@@ -261,13 +284,10 @@ def profile_table(results: dict[str, dict[str, tuple[int, int]]]) -> str:
 def run_pytest(py: Path, args: list[str], env: dict[str, str]) -> int:
     prefix = offline_prefix()
     parallel = parallel_arguments(args)
+    env = worker_threads(env, int(parallel[1]) if parallel else 1)
     log("running the tests " + ("offline (no network but loopback)" if prefix else "with the network on")
-        + (f", on {parallel[1]} workers" if parallel else ""))
-    # Side by side, each worker's torch threads must not spin while they wait (OpenMP's default): with two
-    # 2-thread processes on 2 cores, spinning made a training loop 4x slower (24 s instead of 6 s), passive
-    # waiting 1.25x (7.6 s). Every notebook claim holds either way (they are checked under several profiles).
-    if parallel:
-        env = {**env, "OMP_WAIT_POLICY": env.get("OMP_WAIT_POLICY", "PASSIVE")}
+        + (f", on {parallel[1]} workers" if parallel else "")
+        + (f" of {env['OMP_NUM_THREADS']} torch thread(s) each" if "OMP_NUM_THREADS" in env else ""))
     started = time.perf_counter()
     code = subprocess.run([*prefix, str(py), "-m", "pytest", *parallel, *args], cwd=ROOT, env=env).returncode
     log(f"tests finished in {time.perf_counter() - started:.0f} s with exit code {code}")

@@ -55,9 +55,8 @@ def execute(path: Path) -> float:
 
 def main(argv: list[str]) -> int:
     os.environ["SEQLAB_DEVICE"] = "cpu"
-    # beside other work, OpenMP threads that spin while they wait make a training many times slower; the
-    # waiting policy changes no arithmetic
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # One notebook at a time, with all of torch's threads: no OMP_WAIT_POLICY=PASSIVE here (alone, it made
+    # notebook 3's loop of small steps 4x slower; see course.worker_threads for side-by-side runs).
     paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     total = 0.0
     for path in paths:

@@ -40,7 +40,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from course import PROFILES, profile_environment  # noqa: E402
+from course import PROFILES, profile_environment, worker_threads  # noqa: E402
 
 OUT = ROOT / "test-artifacts" / "portability"
 CHECK_TAG = "nbval-check-output"
@@ -82,11 +82,12 @@ def cell_text(cell: nbformat.NotebookNode, rules=None) -> str:
     return text
 
 
-def execute(path: Path, profile: str) -> dict:
-    """Run one notebook under one profile (all cells, errors kept); save the copy; return a summary."""
-    # side by side, OpenMP threads must wait passively (spinning made trainings several times slower);
-    # the waiting policy changes no arithmetic
-    env = {**profile_environment(profile), "OMP_WAIT_POLICY": "PASSIVE"}
+def execute(path: Path, profile: str, jobs: int = 1) -> dict:
+    """Run one notebook under one profile (all cells, errors kept), ``jobs`` notebooks side by side; save
+    the copy; return a summary."""
+    # side by side, the cores are shared out as in `make test` (course.worker_threads); a profile's own
+    # thread count wins
+    env = worker_threads(profile_environment(profile), jobs)
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=1800, kernel_name="python3", allow_errors=True, store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
@@ -116,7 +117,7 @@ def cmd_run(args) -> int:
     summary_file = OUT / "runs.json"
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
     with ThreadPoolExecutor(args.jobs) as pool:
-        for result in pool.map(lambda job: execute(*job), jobs):   # (printed in order: a slow one holds the rest)
+        for result in pool.map(lambda job: execute(*job, args.jobs), jobs):   # (printed in order: a slow one holds the rest)
             summary[f"{result['profile']}/{result['notebook']}"] = result
             flag = f"  ERRORS in cells {result['error_cells']}" if result["error_cells"] else ""
             print(f"{result['seconds']:7.1f} s  {result['profile']:9s} {result['notebook']}{flag}", flush=True)

@@ -241,3 +241,17 @@ def test_profiles_option_and_the_notebook_by_profile_table(tmp_path):
     assert table[0].split() == ["notebook", "native", "baseline"]
     assert table[1].split() == ["03-bptt.ipynb", "1", "failed", "not", "run"]
     assert table[2].split() == ["04-lstm.ipynb", "ok", "ok"]
+
+
+def test_worker_threads_share_the_cores_and_wait_passively_only_when_oversubscribed():
+    """`make test` runs one worker per core: each gets cores // workers torch threads (spinning threads of
+    two 2-thread workers on 2 cores made trainings 4x slower), a profile's own count wins, and only an
+    oversubscribed run waits passively (alone, passive waiting made notebook 3 4x slower)."""
+    assert course.worker_threads({"PATH": "/bin"}, 2, cpus=2) == {"PATH": "/bin", "OMP_NUM_THREADS": "1",
+                                                                 "MKL_NUM_THREADS": "1"}
+    assert course.worker_threads({}, 4, cpus=16)["OMP_NUM_THREADS"] == "4"
+    assert "OMP_WAIT_POLICY" not in course.worker_threads({}, 2, cpus=2)
+    three = course.worker_threads(course.profile_environment("threads3", {}), 2, cpus=2)
+    assert three["OMP_NUM_THREADS"] == "3" and three["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert course.worker_threads({"PATH": "/bin"}, 1, cpus=2) == {"PATH": "/bin"}      # alone: torch's own default
+    assert course.worker_threads({"OMP_WAIT_POLICY": "ACTIVE", "OMP_NUM_THREADS": "2"}, 2, cpus=2)["OMP_WAIT_POLICY"] == "ACTIVE"
