@@ -95,8 +95,10 @@ def failed_tests(xml_path: Path) -> list[str]:
     return failed
 
 
-def run_mutant(mutant: Mutant | None, paths: list[str], workers: int, scratch: Path) -> tuple[int, list[str], float]:
-    """pytest over ``paths`` with ``mutant`` planted (None: the library as it is): (exit code, failed, seconds)."""
+def run_mutant(mutant: Mutant | None, paths: list[str], workers: int, scratch: Path,
+               maxfail: int = 0) -> tuple[int, list[str], float]:
+    """pytest over ``paths`` with ``mutant`` planted (None: the library as it is): (exit code, failed, seconds).
+    ``maxfail`` > 0 stops the run after that many failures (a mutant caught that often needs no more)."""
     name = mutant.name if mutant else "none"
     lib_copy = scratch / name / "lib"
     shutil.copytree(ROOT / "lib", lib_copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -106,7 +108,8 @@ def run_mutant(mutant: Mutant | None, paths: list[str], workers: int, scratch: P
     env = {**os.environ, "PYTHONPATH": f"{lib_copy}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "SEQLAB_DEVICE": os.environ.get("SEQLAB_DEVICE", "cpu")}
     parallel = ["-n", str(workers), "--dist", "loadscope"] if workers > 1 else []
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *parallel,
+    stop = [f"--maxfail={maxfail}"] if maxfail > 0 else []
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *parallel, *stop,
            f"--junitxml={xml}", *paths]
     started = time.perf_counter()
     code = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
@@ -130,6 +133,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--list", action="store_true")
     parser.add_argument("-n", "--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--no-control", action="store_true", help="skip the run without a mutant")
+    parser.add_argument("--maxfail", type=int, default=20,
+                        help="stop a mutant's run after this many failing tests (0: run them all)")
     cut = argv.index("--") if "--" in argv else len(argv)          # after "--": pytest's paths and options
     args = parser.parse_args(argv[:cut])
     paths = argv[cut + 1:] or DEFAULT_PATHS
@@ -156,8 +161,9 @@ def main(argv: list[str]) -> int:
             if failed:
                 raise SystemExit("the tests fail without a mutant: " + ", ".join(failed[:5]))
         for m in chosen:
-            code, failed, seconds = run_mutant(m, paths, args.workers, scratch)
-            verdict = f"caught by {len(failed)} tests" if failed else "SURVIVED"
+            code, failed, seconds = run_mutant(m, paths, args.workers, scratch, args.maxfail)
+            stopped = args.maxfail > 0 and len(failed) >= args.maxfail
+            verdict = f"caught by {'at least ' if stopped else ''}{len(failed)} tests" if failed else "SURVIVED"
             print(f"{m.name}: {verdict} ({seconds:.0f} s)", flush=True)
             for name in failed[:8]:
                 print(f"    {name}")
@@ -166,7 +172,8 @@ def main(argv: list[str]) -> int:
             rows.append((m, len(failed), failed))
     print(f"\n{'mutant':30s} {'tests failed':>12s}  first")
     for m, count, failed in rows:
-        print(f"{m.name:30s} {count if count else 'SURVIVED':>12}  {failed[0] if failed else m.what}")
+        shown = (f">= {count}" if args.maxfail > 0 and count >= args.maxfail else str(count)) if count else "SURVIVED"
+        print(f"{m.name:30s} {shown:>12s}  {failed[0] if failed else m.what}")
     print(f"test paths: {' '.join(paths)}")
     return 1 if survived else 0
 
