@@ -102,6 +102,7 @@ def run_mutant(mutant: Mutant | None, paths: list[str], workers: int, scratch: P
     name = mutant.name if mutant else "none"
     lib_copy = scratch / name / "lib"
     shutil.copytree(ROOT / "lib", lib_copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (lib_copy.parent / "data").symlink_to(ROOT / "data")          # seqlab finds its checkpoints beside lib/
     if mutant:
         plant(mutant, lib_copy)
     xml = scratch / name / "report.xml"
