@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from course import parallel_arguments, worker_threads  # noqa: E402
+
 DEFAULT_PATHS = ["tests", "--ignore=tests/browser"]
 
 
@@ -95,36 +98,44 @@ def failed_tests(xml_path: Path) -> list[str]:
     return failed
 
 
-def run_mutant(mutant: Mutant | None, paths: list[str], workers: int, scratch: Path,
-               maxfail: int = 0) -> tuple[int, list[str], float]:
-    """pytest over ``paths`` with ``mutant`` planted (None: the library as it is): (exit code, failed, seconds).
-    ``maxfail`` > 0 stops the run after that many failures (a mutant caught that often needs no more)."""
-    name = mutant.name if mutant else "none"
-    lib_copy = scratch / name / "lib"
+def prepare(mutant: Mutant | None, scratch: Path) -> Path:
+    """A copy of ``lib/`` with ``mutant`` planted (None: as it is), ``data/`` linked beside it, as seqlab
+    expects (it finds its checkpoints there); returns the copy's ``lib`` folder."""
+    lib_copy = scratch / (mutant.name if mutant else "none") / "lib"
     shutil.copytree(ROOT / "lib", lib_copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (lib_copy.parent / "data").symlink_to(ROOT / "data")          # seqlab finds its checkpoints beside lib/
+    (lib_copy.parent / "data").symlink_to(ROOT / "data")
     if mutant:
         plant(mutant, lib_copy)
-    xml = scratch / name / "report.xml"
+    return lib_copy
+
+
+def copy_env(lib_copy: Path, workers: int) -> dict[str, str]:
+    """This environment with ``lib_copy`` first on the import path and torch's threads shared out among
+    the test workers as ``make test`` does (course.worker_threads)."""
     env = {**os.environ, "PYTHONPATH": f"{lib_copy}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "SEQLAB_DEVICE": os.environ.get("SEQLAB_DEVICE", "cpu")}
-    parallel = ["-n", str(workers), "--dist", "loadscope"] if workers > 1 else []
+    return worker_threads(env, workers)
+
+
+def run_tests(lib_copy: Path, paths: list[str], workers: int, maxfail: int = 0) -> tuple[int, list[str], float]:
+    """pytest over ``paths`` against ``lib_copy``: (exit code, failed tests, seconds). ``maxfail`` > 0 stops
+    the run after that many failures (a mutant caught that often needs no more)."""
+    xml = lib_copy.parent / "report.xml"
+    parallel = parallel_arguments([], cpus=workers)
     stop = [f"--maxfail={maxfail}"] if maxfail > 0 else []
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *parallel, *stop,
            f"--junitxml={xml}", *paths]
     started = time.perf_counter()
-    code = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    code = subprocess.run(cmd, cwd=ROOT, env=copy_env(lib_copy, max(1, workers)), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
     return code, failed_tests(xml), time.perf_counter() - started
 
 
-def check_import_path(scratch: Path) -> None:
+def check_import_path(lib_copy: Path) -> None:
     """The copy must be what the tests import; else every mutant 'survives' for the wrong reason."""
-    probe = scratch / "probe" / "lib"
-    shutil.copytree(ROOT / "lib", probe, ignore=shutil.ignore_patterns("__pycache__"))
-    env = {**os.environ, "PYTHONPATH": str(probe)}
-    where = subprocess.run([sys.executable, "-c", "import seqlab; print(seqlab.__file__)"], env=env, cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
-    if not where.startswith(str(probe)):
+    where = subprocess.run([sys.executable, "-c", "import seqlab; print(seqlab.__file__)"], cwd=ROOT,
+                           env=copy_env(lib_copy, 1), capture_output=True, text=True).stdout.strip()
+    if not where.startswith(str(lib_copy)):
         raise SystemExit(f"the scratch copy is not imported first (seqlab came from {where!r})")
 
 
@@ -151,18 +162,16 @@ def main(argv: list[str]) -> int:
     rows, survived = [], []
     with tempfile.TemporaryDirectory(prefix="seqlab-mutants-") as tmp:
         scratch = Path(tmp)
-        check_import_path(scratch)
-        for m in chosen:                                   # every text must match before any test runs
-            probe = scratch / "plant" / m.name
-            shutil.copytree(ROOT / "lib" / "seqlab", probe / "seqlab", ignore=shutil.ignore_patterns("__pycache__"))
-            plant(m, probe)
+        control = prepare(None, scratch)
+        check_import_path(control)
+        copies = {m.name: prepare(m, scratch) for m in chosen}   # every text must match before any test runs
         if not args.no_control:
-            code, failed, seconds = run_mutant(None, paths, args.workers, scratch)
+            code, failed, seconds = run_tests(control, paths, args.workers)
             print(f"control (no mutant): exit {code}, {len(failed)} failed, {seconds:.0f} s", flush=True)
             if failed:
                 raise SystemExit("the tests fail without a mutant: " + ", ".join(failed[:5]))
         for m in chosen:
-            code, failed, seconds = run_mutant(m, paths, args.workers, scratch, args.maxfail)
+            code, failed, seconds = run_tests(copies[m.name], paths, args.workers, args.maxfail)
             stopped = args.maxfail > 0 and len(failed) >= args.maxfail
             verdict = f"caught by {'at least ' if stopped else ''}{len(failed)} tests" if failed else "SURVIVED"
             print(f"{m.name}: {verdict} ({seconds:.0f} s)", flush=True)
