@@ -21,6 +21,14 @@ the windows every checkpoint's recorded loss is measured on). The recipes:
 - ``lstm`` / ``gru`` / ``rnn``: seqlab's CharLM with the ``charlm-lstm`` (``-gru``, ``-rnn``)
   checkpoints' recipe: embedding 64, 256 units, sequence 64, batch 32, Adam 3e-3, clipping 1.0.
 
+**The schedule.** A rate that decays to the end of the budget buys a lower final loss than a constant
+one, so a comparison in which only one model decays is not fair. By default (``--schedule cosine``)
+the recurrent recipes get the same treatment as ``charlm-gpt``: a cosine decay of the rate to 0.1 of
+its start at the end of the budget (no warm-up: Adam at 3e-3 needs none for these models).
+``--schedule constant`` keeps their checkpoints' constant rate. ``--train KEY=VALUE`` changes a field
+of ``charlm-gpt``'s training set-up (``batch_size``, ``seq_len``, ``warmup_steps``, ``lr``...), and
+``--label`` names the variant in the table and the JSON.
+
 **The clock.** By default the budget is CPU time of this process (``time.process_time``) with
 ``torch.set_num_threads(1)``: "quality per CPU-second", which stays meaningful while other programs
 share the machine (wall-clock time would charge their work to ours). ``--clock wall --threads 2``
@@ -128,8 +136,16 @@ class Recipe:
     description: dict = field(default_factory=dict)
 
 
-def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, lr: float | None = None) -> Recipe:
-    """Build recipe ``name``'s model and optimizer from seed SEED (the same start on every run)."""
+RECURRENT_SCHEDULES = {"cosine": "cosine to 0.1 x lr at the end of the budget", "constant": "constant"}
+
+
+def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, lr: float | None = None,
+                train_overrides: dict | None = None, schedule: str = "cosine") -> Recipe:
+    """Build recipe ``name``'s model and optimizer from seed SEED (the same start on every run).
+
+    ``train_overrides`` change charlm-gpt's training set-up; ``schedule`` is the recurrent recipes' rate
+    schedule (``"cosine"`` as charlm-gpt's, without warm-up, or ``"constant"`` as their checkpoints').
+    """
     torch.manual_seed(SEED)
     if name == "nanogpt-baby":
         model = NanoGPT(vocab_size)
@@ -143,7 +159,9 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
     if name == "charlm-gpt":
         spec = pretrained.CHECKPOINTS["charlm-gpt"]
         model = pretrained.build_model("charlm-gpt", **(gpt_overrides or {}))
-        setup = dict(spec["training"], **({"lr": lr} if lr is not None else {}))
+        setup = {**spec["training"], **(train_overrides or {}), **({"lr": lr} if lr is not None else {})}
+        if setup["seq_len"] > model.config.context:
+            raise ValueError(f"seq_len {setup['seq_len']} is longer than the GPT's context {model.config.context}")
         optimizer, schedule = pretrained.gpt_optimizer(model, setup)
         return Recipe(name, model, optimizer, batch_size=setup["batch_size"], seq_len=setup["seq_len"],
                       clip_norm=setup["clip_norm"], schedule=schedule,
@@ -151,12 +169,16 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
                                    "training": setup, "parameters": model.num_parameters(),
                                    "schedule": "decays to the end of the budget"})
     if name in ("lstm", "gru", "rnn"):
+        if schedule not in RECURRENT_SCHEDULES:
+            raise ValueError(f"schedule must be one of {sorted(RECURRENT_SCHEDULES)}, got {schedule!r}")
         model = CharLM(CharLMConfig(vocab_size=vocab_size, cell=name))
         return Recipe(name, model, torch.optim.Adam(model.parameters(), lr=3e-3), batch_size=pretrained.BATCH_SIZE,
-                      seq_len=pretrained.SEQ_LEN, clip_norm=1.0, schedule=None,
+                      seq_len=pretrained.SEQ_LEN, clip_norm=1.0,
+                      schedule=warmup_cosine(0, 0.1) if schedule == "cosine" else None,
                       description={"built_from": "seqlab (seqlab.models.charlm.CharLM)", "config": model.config.to_dict(),
                                    "batch_size": pretrained.BATCH_SIZE, "seq_len": pretrained.SEQ_LEN,
-                                   "optimizer": "Adam lr 3e-3", "clip_norm": 1.0,
+                                   "optimizer": "Adam lr 3e-3", "schedule": RECURRENT_SCHEDULES[schedule],
+                                   "clip_norm": 1.0,
                                    "parameters": sum(p.numel() for p in model.parameters())})
     raise ValueError(f"unknown recipe {name!r}; expected some of {ALL_RECIPES}")
 
@@ -218,7 +240,10 @@ def run_one(name: str, settings: dict, data=None, full: list | None = None) -> d
     data = data if data is not None else char_lm_data()
     full = full if full is not None else pretrained.validation_batches()[:settings["full"]]
     gpt = name == "charlm-gpt"
-    recipe = make_recipe(name, len(data.vocab), settings["overrides"] if gpt else None, settings["lr"] if gpt else None)
+    recipe = make_recipe(name, len(data.vocab), settings["overrides"] if gpt else None, settings["lr"] if gpt else None,
+                         settings["train"] if gpt else None, settings["schedule"])
+    if gpt and settings["label"]:
+        recipe.name = settings["label"]
     return run(recipe, data.train, full[:settings["subset"]], full, seconds=settings["seconds"],
                steps=settings["steps"], clock=time.process_time if settings["clock"] == "cpu" else time.perf_counter,
                points=settings["points"], log=lambda line: print(line, flush=True))
@@ -275,6 +300,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gpt", action="append", default=[], metavar="KEY=VALUE",
                         help="override a GPTConfig field of the charlm-gpt recipe (repeatable)")
     parser.add_argument("--lr", type=float, help="override the charlm-gpt recipe's learning rate")
+    parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a field of the charlm-gpt recipe's training set-up, e.g. batch_size=32 (repeatable)")
+    parser.add_argument("--label", help="the name of the charlm-gpt variant in the table and the JSON")
+    parser.add_argument("--schedule", choices=sorted(RECURRENT_SCHEDULES), default="cosine",
+                        help="the recurrent recipes' rate: cosine decay to the end of the budget, as charlm-gpt's "
+                             "(default), or constant, as their checkpoints'")
     parser.add_argument("--jobs", type=int, default=1,
                         help="run the recipes in this many processes at once (CPU clock only; default 1)")
     parser.add_argument("--out", type=Path, help="write the curves and the table as JSON")
@@ -291,7 +322,8 @@ def main(argv: list[str]) -> int:
           f"curve on {len(subset)} validation batches, final on {len(full)}", flush=True)
     settings = {"seconds": None if args.steps else args.seconds, "steps": args.steps, "clock": args.clock,
                 "threads": args.threads, "points": args.points, "subset": args.subset, "full": args.full,
-                "overrides": overrides, "lr": args.lr}
+                "overrides": overrides, "lr": args.lr, "train": parse_overrides(args.train), "label": args.label,
+                "schedule": args.schedule}
     if args.jobs > 1:           # one process per recipe; each measures its own CPU time
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
