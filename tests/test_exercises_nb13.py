@@ -13,34 +13,60 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass_and_the_messages_are_short():
-    assert set(exercises_of("nb13")) == {"lm_targets", "top_k_filter", "kv_cache_bytes"}
+    assert set(exercises_of("nb13")) == {"cached_attention_step", "top_k_filter", "kv_cache_bytes", "loss_by_position"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb13").items())
     text = failure_message("top_k_filter", threshold(whole_tensor=True))        # right on one row, wrong on three
     assert "check 2 of 5" in text and "<tensor of shape (3, 8), float64>" in text and len(text.splitlines()) == 3
     assert "tensor([[" not in text
 
 
-# -- lm_targets ---------------------------------------------------------------------------------------------
-def test_the_lm_targets_reference_is_what_lm_batches_feed_the_model():
-    from seqlab.data import LMBatches
+# -- cached_attention_step -----------------------------------------------------------------------------------
+def test_the_cached_step_is_the_last_row_of_full_causal_attention():
+    from seqlab.nn.attention import attend
+    from seqlab.nn.masks import causal_mask
 
-    ids = torch.arange(50) % 7
-    x, y = next(iter(LMBatches(ids, batch_size=1, seq_len=10, shuffle=False)))
-    inputs, targets = EXERCISES["lm_targets"].reference(ids[:11])
-    assert torch.equal(inputs, x[0]) and torch.equal(targets, y[0])
+    g = torch.Generator().manual_seed(0)
+    Q, K, V = (torch.randn(2, 3, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    full, _ = attend(Q, K, V, mask=causal_mask(6))                 # (2, 3, 6, 4): every position, causally
+    out, K_grown, V_grown = EXERCISES["cached_attention_step"].reference(
+        Q[..., -1:, :], K[..., -1:, :], V[..., -1:, :], K[..., :-1, :], V[..., :-1, :])
+    assert torch.allclose(out, full[..., -1:, :]) and torch.equal(K_grown, K) and torch.equal(V_grown, V)
+
+
+def _step(append=True, front=False, scale=True, dim=-1, keep_cache=False, query_is_key=False, as_list=False):
+    def f(q, k_new, v_new, K_cache, V_cache):
+        K = torch.cat([k_new, K_cache] if front else [K_cache, k_new], -2)
+        V = torch.cat([v_new, V_cache] if front else [V_cache, v_new], -2)
+        K_read, V_read = (K, V) if append else (K_cache, V_cache)
+        query = k_new if query_is_key else q
+        scores = query @ K_read.transpose(-2, -1) / (q.shape[-1] ** 0.5 if scale else 1.0)
+        out = torch.softmax(scores, dim=dim) @ V_read
+        result = (out, K_cache, V_cache) if keep_cache else (out, K, V)
+        return list(result) if as_list else result
+    return f
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda ids: (ids[1:], ids[:-1]), "inputs and targets are swapped"),
-    (lambda ids: (ids[:-1], ids[:-1]), "the targets are the inputs themselves"),
-    (lambda ids: (ids, ids.roll(-1)), "do not roll"),
-    (lambda ids: (ids[:-2], ids[2:]), "should have shape (4,)"),
-    (lambda ids: [ids[:-1], ids[1:]], "return a pair (inputs, targets)"),
-    (lambda ids: (ids[:-1], ids[1:].tolist()), "return a torch.Tensor"),
-    (lambda ids: (ids[:-1], ids[1:].flip(0)), "targets: the first difference is at index (0,)"),
+    (_step(append=False), "append k_new and v_new *before* attending"),
+    (_step(scale=False), "scale the scores by 1/sqrt(d_k)"),
+    (_step(dim=-2), "the softmax must run over the keys (dim=-1)"),
+    (_step(keep_cache=True), "return the grown cache"),
+    (_step(front=True), "the new key went to the front of the cache"),
+    (_step(query_is_key=True), "score q against every key"),
+    (_step(as_list=True), "return three tensors (output, K, V)"),
+    (lambda *args: _step()(*args)[0], "return three tensors"),
 ])
-def test_lm_targets_hints(wrong, hint):
-    assert hint in failure_message("lm_targets", wrong)
+def test_cached_step_hints(wrong, hint):
+    assert hint in failure_message("cached_attention_step", wrong)
+
+
+def test_the_empty_cache_case_gets_its_own_hint():
+    def ignores_empty(q, k_new, v_new, K_cache, V_cache):         # right for t > 0, wrong for an empty cache
+        if K_cache.shape[-2] == 0:
+            return torch.zeros_like(v_new), torch.cat([K_cache, k_new], -2), torch.cat([V_cache, v_new], -2)
+        return _step()(q, k_new, v_new, K_cache, V_cache)
+    text = failure_message("cached_attention_step", ignores_empty)
+    assert "check 3 of 3" in text
 
 
 # -- top_k_filter -------------------------------------------------------------------------------------------
@@ -155,3 +181,50 @@ def test_kv_cache_hints_name_the_slip_and_both_numbers(wrong, hint):
 def test_the_batch_slip_is_named_on_the_case_with_several_sequences():
     text = failure_message("kv_cache_bytes", formula(one_sequence=True))
     assert "check 2 of 3" in text and "multiply by batch_size" in text
+
+
+# -- loss_by_position ---------------------------------------------------------------------------------------
+def test_loss_by_position_reference_agrees_with_the_library_and_the_mean_loss():
+    from seqlab.train import evaluate, lm_loss, lm_loss_by_position
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=11, context=8, d_model=16, n_layer=1, n_head=2)).eval()
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randint(11, (3, 8), generator=g), torch.randint(11, (3, 8), generator=g)) for _ in range(2)]
+    by_position = lm_loss_by_position(model, batches)
+    with torch.no_grad():
+        reference = torch.stack([EXERCISES["loss_by_position"].reference(model(x).double(), y) for x, y in batches]).mean(0)
+    assert by_position.shape == (8,) and torch.allclose(by_position, reference, atol=1e-6)
+    assert abs(by_position.mean().item() - evaluate(model, batches, lm_loss).loss) < 1e-5
+
+
+def test_lm_loss_by_position_rejects_mismatched_shapes():
+    model = GPT(GPTConfig(vocab_size=11, context=8, d_model=16, n_layer=1, n_head=2))
+    with pytest.raises(ValueError, match=r"expects logits of shape \(B, T, V\) = \(2, 5, V\)"):
+        from seqlab.train import lm_loss_by_position
+        lm_loss_by_position(model, [(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long))])
+
+
+def _by_position(sign=-1, raw=False, probability=False, reduce="mean0", shift=0):
+    def f(logits, targets):
+        source = logits if raw else torch.softmax(logits, -1) if probability else torch.log_softmax(logits, -1)
+        picked = sign * source.gather(-1, targets.roll(shift, 1).unsqueeze(-1)).squeeze(-1)
+        return {"mean0": picked.mean(0), "sum0": picked.sum(0), "mean1": picked.mean(1), "none": picked,
+                "all": picked.mean()}[reduce]
+    return f
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_by_position(sign=1), "flip the sign"),
+    (_by_position(raw=True), "not the raw logits"),
+    (_by_position(probability=True), "the probability itself is not the cross-entropy"),
+    (_by_position(reduce="sum0"), "you summed over the windows"),
+    (_by_position(reduce="mean1"), "you averaged over the positions"),
+    (_by_position(reduce="none"), "average over the windows (dim=0)"),
+    (_by_position(reduce="all"), "that is one number"),
+    (_by_position(shift=1), "do not shift them again"),
+    (lambda logits, targets: _by_position()(logits, targets).tolist(), "return a torch.Tensor"),
+    (lambda logits, targets: _by_position()(logits[:, :-1], targets[:, 1:]), "should have shape (6,)"),
+])
+def test_loss_by_position_hints(wrong, hint):
+    assert hint in failure_message("loss_by_position", wrong)

@@ -46,6 +46,33 @@ def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
+def lm_loss_by_position(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Mean next-token cross-entropy (nats) at each position of the windows, over all ``batches``: shape (T,).
+
+    Position t predicts the token after t + 1 characters of context, so the curve shows how much a
+    model gains from longer context within a window (a model that reads only the last few characters
+    is flat after them).
+    """
+    total, count = None, 0
+    with evaluating(model), torch.no_grad():
+        for x, y in batches:
+            logits = model(x)
+            if isinstance(logits, tuple):
+                logits = logits[0]
+            if logits.dim() != 3 or logits.shape[:2] != y.shape:
+                raise ValueError(f"lm_loss_by_position expects logits of shape (B, T, V) = ({y.shape[0]}, "
+                                 f"{y.shape[1]}, V) matching targets {tuple(y.shape)}, got {tuple(logits.shape)}")
+            nll = F.cross_entropy(logits.transpose(1, 2), y, reduction="none").double().sum(0)   # (T,)
+            if total is not None and nll.shape != total.shape:
+                raise ValueError(f"every batch must have windows of one length: {tuple(total.shape)} then "
+                                 f"{tuple(nll.shape)}")
+            total = nll if total is None else total + nll
+            count += y.shape[0]
+    if total is None:
+        raise ValueError("lm_loss_by_position() got no batches")
+    return total / count
+
+
 # -- history -------------------------------------------------------------------------------------
 @dataclass
 class History:

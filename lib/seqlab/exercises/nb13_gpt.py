@@ -1,67 +1,94 @@
-"""Notebook 13 — a GPT-style language model: the shifted targets of the causal LM objective, top-k
-filtering of the next-token logits, and predicting the size of a KV cache before measuring it."""
+"""Notebook 13 — a GPT-style language model: one cached decoding step of attention, top-k filtering of
+the next-token logits, predicting the size of a KV cache before measuring it, and the loss at each
+position of a window (how much context a model uses)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint
+from seqlab.exercises._core import (Case, Exercise, first_difference, randn64, register, tensor_hint,
+                                   tensors_close)
 
 NEG_INF = float("-inf")
 
 
-def _ids(*values: int) -> Tensor:
-    return torch.tensor(values, dtype=torch.long)
+# -- 1. one cached decoding step of attention --------------------------------------------------------------
+def _cached_attention_step(q: Tensor, k_new: Tensor, v_new: Tensor, K_cache: Tensor,
+                           V_cache: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    K = torch.cat([K_cache, k_new], dim=-2)                           # (B, h, t + 1, d_k): the new key at the end
+    V = torch.cat([V_cache, v_new], dim=-2)
+    scores = q @ K.transpose(-2, -1) / math.sqrt(q.shape[-1])         # (B, h, 1, t + 1): one query, every key
+    return torch.softmax(scores, dim=-1) @ V, K, V                    # (B, h, 1, d_k), and the grown caches
 
 
-# -- 1. the causal LM objective: targets are the inputs shifted by one -------------------------------------
-def _lm_targets(ids: Tensor) -> tuple[Tensor, Tensor]:
-    return ids[:-1], ids[1:]                  # input t is read, target t = the token after it
+def _step_case(B: int, h: int, t: int, d_k: int, seed: int) -> tuple[Tensor, ...]:
+    """(q, k_new, v_new, K_cache, V_cache) for a step after ``t`` cached positions."""
+    q, k_new, v_new = (randn64(B, h, 1, d_k, seed=seed + i) for i in range(3))
+    return q, k_new, v_new, randn64(B, h, t, d_k, seed=seed + 3), randn64(B, h, t, d_k, seed=seed + 4)
 
 
-def _same_pair(got: Any, expected: tuple[Tensor, Tensor]) -> bool:
-    return (isinstance(got, tuple) and len(got) == 2 and all(isinstance(g, Tensor) for g in got)
-            and all(g.shape == e.shape and torch.equal(g, e) for g, e in zip(got, expected)))
+def _same_step(got: Any, expected: tuple[Tensor, Tensor, Tensor]) -> bool:
+    return (isinstance(got, tuple) and len(got) == 3
+            and all(tensors_close(g, e, rtol=1e-9, atol=1e-12) for g, e in zip(got, expected)))
 
 
-def _diagnose_targets(args: tuple, got: Any, expected: tuple[Tensor, Tensor]) -> str | None:
-    (ids,) = args
-    if not isinstance(got, tuple) or len(got) != 2:
-        return f"return a pair (inputs, targets), not a {type(got).__name__}."
-    for name, g, e in zip(("inputs", "targets"), got, expected):
+def _attend(q: Tensor, K: Tensor, V: Tensor, scale: bool = True, dim: int = -1) -> Tensor:
+    scores = q @ K.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+    return torch.softmax(scores, dim=dim) @ V
+
+
+def _diagnose_step(args: tuple, got: Any, expected: tuple[Tensor, Tensor, Tensor]) -> str | None:
+    q, k_new, v_new, K_cache, V_cache = args
+    if not isinstance(got, tuple) or len(got) != 3:
+        return f"return three tensors (output, K, V): the output and the grown caches, not a {type(got).__name__}."
+    for name, g, e in zip(("the output", "K", "V"), got, expected):
         hint = tensor_hint(g, e)
         if hint:
-            if isinstance(g, Tensor) and g.shape == ids.shape:
-                return (f"{name} have the full length {ids.shape[-1]}: a sequence of n tokens gives n - 1 "
-                        f"(input, target) pairs, since the last token has no next one and the first is never a "
-                        f"target. Slice, do not roll (torch.roll wraps the first token round to the end).")
+            if name != "the output" and isinstance(g, Tensor) and g.shape == K_cache.shape:
+                return (f"{name} still has the {K_cache.shape[-2]} cached positions: append the new token's "
+                        f"{'key' if name == 'K' else 'value'} (torch.cat along dim=-2) and return the grown cache, "
+                        f"which the next step reads.")
             return f"{name}: {hint}"
-    inputs, targets = got
-    x, y = expected
-    if torch.equal(inputs, y) and torch.equal(targets, x):
-        return "inputs and targets are swapped: the model reads ids[:-1] and predicts ids[1:]."
-    if torch.equal(targets, x):
-        return "the targets are the inputs themselves: each target is the token *after* the input, ids[1:]."
-    for name, g, e in zip(("inputs", "targets"), got, expected):
-        if not torch.equal(g, e):
-            return f"{name}: " + first_difference(g, e) + "."
-    return None
+    out, K, V = got
+    if not (torch.allclose(K, expected[1]) and torch.allclose(V, expected[2])):
+        if torch.allclose(K, torch.cat([k_new, K_cache], dim=-2)):
+            return ("the new key went to the front of the cache: append it at the end (dim=-2), so that position "
+                    "i of the cache stays the key of token i.")
+        return "K and V must be the caches with k_new and v_new appended at the end (torch.cat along dim=-2)."
+    K_all, V_all = expected[1], expected[2]
+    wrong_outputs = {
+        "the new token attends only to the cached positions: append k_new and v_new *before* attending, so that "
+        "the query also reads its own key and value (a causal mask allows position t to read itself).":
+            _attend(q, K_cache, V_cache),
+        "scale the scores by 1/sqrt(d_k) before the softmax, as in training; without it the cached step differs "
+        "from the uncached forward pass.": _attend(q, K_all, V_all, scale=False),
+        "the softmax must run over the keys (dim=-1), one distribution over the t + 1 positions for the query.":
+            _attend(q, K_all, V_all, dim=-2),
+    }
+    for message, wrong in wrong_outputs.items():
+        if torch.allclose(out.to(wrong.dtype), wrong):
+            return message
+    if torch.allclose(out.to(q.dtype), _attend(k_new, K_all, V_all)):
+        return "the scores use the new key as the query: score q against every key, q @ K^T."
+    return "the output: " + first_difference(out, expected[0]) + "."
 
 
 register(Exercise(
-    name="lm_targets",
-    signature="lm_targets(ids: LongTensor (n,)) -> (inputs (n - 1,), targets (n - 1,)), "
-              "target t being the token after input t",
-    reference=_lm_targets,
-    cases=[Case((_ids(7, 3, 3, 9, 1),), "a sequence of 5 ids"),
-           Case((_ids(5, 6),), "two ids: one (input, target) pair"),
-           Case((_ids(0, 1, 2, 3, 4, 5, 6),), "seven ids")],
-    hint="inputs = ids[:-1] and targets = ids[1:].",
-    diagnose=_diagnose_targets,
-    same=_same_pair,
+    name="cached_attention_step",
+    signature="cached_attention_step(q, k_new, v_new: (B, h, 1, d_k), K_cache, V_cache: (B, h, t, d_k)) -> "
+              "(output (B, h, 1, d_k), K (B, h, t + 1, d_k), V (B, h, t + 1, d_k))",
+    reference=_cached_attention_step,
+    cases=[Case(_step_case(1, 1, 3, 4, seed=0), "one head, 3 cached positions, d_k = 4"),
+           Case(_step_case(2, 3, 5, 8, seed=10), "a batch of 2, 3 heads, 5 cached positions, d_k = 8"),
+           Case(_step_case(1, 2, 0, 4, seed=20), "the first token: an empty cache (t = 0)",
+                hint="with an empty cache (t = 0) the token attends only to itself: its output is its own value.")],
+    hint="K = cat([K_cache, k_new], -2), V likewise; output = softmax(q K^T / sqrt(d_k), dim=-1) V.",
+    diagnose=_diagnose_step,
+    same=_same_step,
 ))
 
 
@@ -199,4 +226,63 @@ register(Exercise(
     hint="2 (K and V) x n_layer x batch_size x T x d_model numbers, 4 bytes each; n_head does not matter.",
     diagnose=_diagnose_cache,
     same=lambda got, expected: isinstance(got, (int, float)) and not isinstance(got, bool) and got == expected,
+))
+
+
+# -- 4. the loss at each position of a window ---------------------------------------------------------------
+def _loss_by_position(logits: Tensor, targets: Tensor) -> Tensor:
+    log_p = torch.log_softmax(logits, dim=-1)                              # (B, n, V)
+    return -log_p.gather(-1, targets.unsqueeze(-1)).squeeze(-1).mean(0)   # (n,): mean over the windows
+
+
+def _position_case(B: int, n: int, V: int, seed: int) -> tuple[Tensor, Tensor]:
+    logits = randn64(B, n, V, seed=seed) * 2
+    targets = torch.randint(V, (B, n), generator=torch.Generator().manual_seed(seed + 1))
+    return logits, targets
+
+
+def _diagnose_by_position(args: tuple, got: Any, expected: Tensor) -> str | None:
+    logits, targets = args
+    B, n, V = logits.shape
+    if isinstance(got, Tensor) and got.dim() == 0:
+        return f"that is one number (the mean over everything); keep one loss per position: shape ({n},)."
+    if isinstance(got, Tensor) and got.shape == (B,):
+        return f"you averaged over the positions (shape ({B},), one per window); average over the windows (dim=0)."
+    if isinstance(got, Tensor) and got.shape == (B, n):
+        return f"one loss per window and position ({B}, {n}): average over the windows (dim=0) to get ({n},)."
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    log_p = torch.log_softmax(logits, dim=-1)
+    picked = log_p.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    raw = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    known = {
+        "the loss is the *negative* log-probability of the target: flip the sign.": picked.mean(0),
+        "use log-probabilities (log_softmax over the vocabulary), not the raw logits.": -raw.mean(0),
+        "use the log of the target's probability; the probability itself is not the cross-entropy.":
+            -torch.softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1).mean(0),
+        "you summed over the windows; average them (the mean over dim=0), so the figure is in nats per character.":
+            -picked.sum(0),
+    }
+    for message, wrong in known.items():
+        if torch.allclose(got.to(wrong.dtype), wrong):
+            return message
+    for shift in (1, -1):
+        shifted = -log_p.gather(-1, targets.roll(shift, 1).unsqueeze(-1)).squeeze(-1).mean(0)
+        if torch.allclose(got.to(shifted.dtype), shifted):
+            return "the targets are already shifted (target t follows input t): do not shift them again."
+    return first_difference(got, expected) + "."
+
+
+register(Exercise(
+    name="loss_by_position",
+    signature="loss_by_position(logits: (B, n, V), targets: LongTensor (B, n)) -> Tensor (n,): the mean "
+              "cross-entropy (nats) of each position over the B windows",
+    reference=_loss_by_position,
+    cases=[Case(_position_case(4, 6, 5, seed=0), "4 windows of 6 positions, a vocabulary of 5"),
+           Case(_position_case(1, 3, 7, seed=5), "one window of 3 positions"),
+           Case(_position_case(3, 1, 4, seed=9), "windows of a single position")],
+    hint="log_p = log_softmax(logits, -1); -log_p.gather(-1, targets[..., None])[..., 0].mean(0).",
+    diagnose=_diagnose_by_position,
+    same=lambda got, expected: tensors_close(got, expected, rtol=1e-9, atol=1e-12),
 ))
