@@ -8,99 +8,143 @@ import pytest
 import torch
 
 from seqlab.exercises import EXERCISES, check, exercises_of
-from seqlab.exercises.nb10_multihead import measure_costs
+from seqlab.exercises.nb10_multihead import ONE_HEAD, measure_costs, record_one_head
 from seqlab.nn.multihead import MultiheadAttention
 
 from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb10")) == {"split_heads", "concat_heads", "multi_head_attention", "predict_costs"}
+    assert set(exercises_of("nb10")) == {"predict_one_head", "cross_attention", "predict_costs"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb10").items())
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda X, h: X.reshape(X.shape[0], h, X.shape[1], X.shape[2] // h), "reads the memory in order"),
-    (lambda X, h: X.view(X.shape[0], X.shape[1], h, X.shape[2] // h), "now swap the token and head axes"),
-    (lambda X, h: X.view(X.shape[0], X.shape[1], X.shape[2] // h, h).permute(0, 3, 1, 2), "every h-th feature"),
-    (lambda X, h: X.view(X.shape[0], X.shape[1], h, -1).transpose(1, 2).tolist(), "return a torch.Tensor"),
-    (lambda X, h: X.view(X.shape[0], X.shape[1], h, -1).transpose(1, 2) + 1, "the first difference is at index"),
+# -- predict, then measure: one head ------------------------------------------------------------------------
+@pytest.fixture
+def measured_one_head():
+    saved = ONE_HEAD._value
+    record_one_head(1.0, 0.99)
+    yield
+    ONE_HEAD._value = saved
+
+
+def test_one_head_before_the_measurement_says_run_it_first():
+    saved = ONE_HEAD._value
+    ONE_HEAD._value = None
+    try:
+        assert "nothing measured yet" in failure_message("predict_one_head", lambda: (0.5, 0.5))
+    finally:
+        ONE_HEAD._value = saved
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    (None, "put two shares in my_prediction"),
+    ((50, 50), "not percentages"),
+    ((0.125, 0.125), "not stuck at chance"),
+    ((0.5, 0.5), "unequal weights"),
+    ((1.0, 0.7), "unequal weights"),
+    ("high", "put two shares in my_prediction"),
 ])
-def test_split_heads_hints(wrong, hint):
-    assert hint in failure_message("split_heads", wrong)
+def test_one_head_hints(measured_one_head, prediction, hint):
+    text = failure_message("predict_one_head", lambda: prediction)
+    assert hint in text
+    if isinstance(prediction, tuple) and max(prediction) <= 1:
+        assert "measured 100% (left) and 99% (right)" in text
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda Z: Z.reshape(Z.shape[0], Z.shape[2], -1), "without a transpose"),
-    (lambda Z: Z.transpose(1, 2), "merge the last two"),
-    (lambda Z: Z.permute(0, 2, 3, 1).reshape(Z.shape[0], Z.shape[2], -1), "interleave the heads"),
-])
-def test_concat_heads_hints(wrong, hint):
-    assert hint in failure_message("concat_heads", wrong)
+def test_one_head_prediction_within_ten_points_passes(measured_one_head):
+    assert check("predict_one_head", lambda: (0.95, 0.92))
+    assert not check("predict_one_head", lambda: (0.95, 0.85))
 
 
-def mha(scale=None, dim=-1, out=True, split_view=True, merge_transpose=True, weights_only=False, one_head=False):
-    def f(X, W_Q, W_K, W_V, W_O, h):
-        n, E = X.shape
+def test_one_head_too_high_is_told_so():
+    saved = ONE_HEAD._value
+    record_one_head(0.6, 0.55)
+    try:
+        assert "cannot beat two heads" in failure_message("predict_one_head", lambda: (1.0, 1.0))
+    finally:
+        ONE_HEAD._value = saved
+
+
+# -- cross-attention ----------------------------------------------------------------------------------------
+def cross(scale=None, dim=-1, out=True, split_view=True, merge_transpose=True, weights_only=False, one_head=False,
+          kv_from_queries=False, swap_roles=False, query_length_for_keys=False):
+    def f(X_q, X_kv, W_Q, W_K, W_V, W_O, h):
+        if swap_roles:
+            X_q, X_kv = X_kv, X_q
+        if kv_from_queries:
+            X_kv = X_q
+        n, d_model = X_q.shape
+        m = n if query_length_for_keys else X_kv.shape[0]
         h = 1 if one_head else h
-        d_k = E // h
+        d_k = d_model // h
 
-        def split(M):
-            return M.view(n, h, d_k).transpose(0, 1) if split_view else M.reshape(h, n, d_k)
-        Q, K, V = split(X @ W_Q), split(X @ W_K), split(X @ W_V)
-        A = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(scale(E) if scale else d_k), dim=dim)
+        def split(M, length):
+            return M.view(length, h, d_k).transpose(0, 1) if split_view else M.reshape(h, length, d_k)
+        Q, K, V = split(X_q @ W_Q, n), split(X_kv @ W_K, m), split(X_kv @ W_V, m)
+        A = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(scale(d_model) if scale else d_k), dim=dim)
         if weights_only:
             return A
         Z = A @ V
-        Z = Z.transpose(0, 1).reshape(n, E) if merge_transpose else Z.reshape(n, E)
+        Z = Z.transpose(0, 1).reshape(n, d_model) if merge_transpose else Z.reshape(n, d_model)
         return Z @ W_O if out else Z
     return f
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (mha(out=False), "W_O is missing"),
-    (mha(scale=lambda E: E), "not 1/sqrt(E)"),
-    (mha(dim=-2), "runs over the keys"),
-    (mha(split_view=False), "no transpose, which mixes tokens into heads"),
-    (mha(merge_transpose=False), "concatenated with a reshape"),
-    (mha(weights_only=True), "those are the attention weights A"),
-    (mha(one_head=True), "one wide head"),
+    (cross(scale=lambda d_model: 1.0), "scale the scores by 1/sqrt(d_k) before the softmax"),
+    (cross(scale=lambda d_model: d_model), "not 1/sqrt(d_model)"),
+    (cross(dim=-2), "runs over the keys"),
+    (cross(out=False), "W_O is missing"),
+    (cross(split_view=False), "no transpose, which mixes tokens into heads"),
+    (cross(merge_transpose=False), "concatenated with a reshape"),
+    (cross(weights_only=True), "those are the attention weights A"),
+    (cross(one_head=True), "one wide head"),
+    (cross(kv_from_queries=True), "that is self-attention on X_q"),
+    (cross(swap_roles=True), "the roles are swapped"),
+    (cross(query_length_for_keys=True), "not the queries' n"),
 ])
-def test_multi_head_attention_hints(wrong, hint):
-    assert hint in failure_message("multi_head_attention", wrong)
+def test_cross_attention_hints(wrong, hint):
+    assert hint in failure_message("cross_attention", wrong)
 
 
-def test_multi_head_attention_reference_is_torchs():
-    """The exercise's reference, in the lectures' orientation, equals torch.nn.MultiheadAttention with the same weights."""
+def test_cross_attention_reference_is_torchs_and_seqlabs():
+    """The exercise's reference, in the lectures' orientation, equals torch's and seqlab's MultiheadAttention
+    with the same weights, queries from one sequence and keys/values from another of another length."""
     torch.manual_seed(0)
-    E, h, n = 6, 3, 5
-    torch_mha = torch.nn.MultiheadAttention(E, h, bias=False).double()
+    d_model, h, n, m = 6, 3, 4, 7
+    torch_mha = torch.nn.MultiheadAttention(d_model, h, bias=False).double()
+    ours = MultiheadAttention(d_model, h, bias=False).double()
+    ours.load_state_dict(torch_mha.state_dict(), strict=True)
     W_Q, W_K, W_V = (w.T for w in torch_mha.in_proj_weight.detach().chunk(3))
     W_O = torch_mha.out_proj.weight.detach().T
-    X = torch.randn(n, E, dtype=torch.float64)
-    expected, _ = torch_mha(X, X, X)
-    assert torch.allclose(EXERCISES["multi_head_attention"].reference(X, W_Q, W_K, W_V, W_O, h), expected, atol=1e-12)
+    X_q, X_kv = torch.randn(n, d_model, dtype=torch.float64), torch.randn(m, d_model, dtype=torch.float64)
+    mine = EXERCISES["cross_attention"].reference(X_q, X_kv, W_Q, W_K, W_V, W_O, h)
+    assert mine.shape == (n, d_model)
+    assert torch.allclose(mine, torch_mha(X_q, X_kv, X_kv)[0], atol=1e-12)
+    assert torch.allclose(mine, ours(X_q, X_kv, X_kv)[0], atol=1e-12)
 
 
 def test_costs_are_measured_and_match_the_formulas():
-    for E, n, h in [(64, 32, 1), (64, 32, 8), (48, 10, 3)]:
-        costs = measure_costs(E, n, h)
-        assert costs == {"parameters": 4 * E * E + 4 * E, "flops": 2 * (4 * n * E * E + 2 * n * n * E),
+    for d, n, h in [(64, 32, 1), (64, 32, 8), (48, 10, 3)]:
+        costs = measure_costs(d, n, h)
+        assert costs == {"parameters": 4 * d * d + 4 * d, "flops": 2 * (4 * n * d * d + 2 * n * n * d),
                          "weights": h * n * n}
     assert sum(p.numel() for p in MultiheadAttention(64, 8).parameters()) == measure_costs(64, 5, 8)["parameters"]
 
 
-def formula(parameters=lambda E, h: 4 * E * E + 4 * E, flops=lambda E, n, h: 8 * n * E * E + 4 * n * n * E,
+def formula(parameters=lambda d, h: 4 * d * d + 4 * d, flops=lambda d, n, h: 8 * n * d * d + 4 * n * n * d,
             weights=lambda n, h: h * n * n):
-    return lambda E, n, h: {"parameters": parameters(E, h), "flops": flops(E, n, h), "weights": weights(n, h)}
+    return lambda d, n, h: {"parameters": parameters(d, h), "flops": flops(d, n, h), "weights": weights(n, h)}
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (formula(parameters=lambda E, h: h * (4 * E * E + 4 * E)), "split E into h slices"),
-    (formula(parameters=lambda E, h: 4 * E * E), "count the biases too"),
-    (formula(flops=lambda E, n, h: h * (8 * n * E * E + 4 * n * n * E)), "do the work of one head of size E"),
+    (formula(parameters=lambda d, h: h * (4 * d * d + 4 * d)), "split d_model into h slices"),
+    (formula(parameters=lambda d, h: 4 * d * d), "count the biases too"),
+    (formula(flops=lambda d, n, h: h * (8 * n * d * d + 4 * n * n * d)), "do the work of one head of size d_model"),
     (formula(weights=lambda n, h: n * n), "the one cost that grows with h"),
-    (lambda E, n, h: [1, 2, 3], "return a dict with the keys"),
+    (formula(flops=lambda d, n, h: 4 * n * d * d + 2 * n * n * d), "a multiply-add is 2 FLOPs"),
+    (lambda d, n, h: [1, 2, 3], "return a dict with the keys"),
 ])
 def test_predict_costs_hints(wrong, hint):
     text = failure_message("predict_costs", wrong)

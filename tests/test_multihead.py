@@ -394,7 +394,7 @@ def test_cache_errors_name_what_was_expected():
     ours(x, x, x, is_causal=True, cache=cache)
     with pytest.raises(ValueError, match=r"same L new positions \(self-attention\), got 2 queries and 7 keys"):
         ours(x, randn(B, S, E), randn(B, S, E), cache=AttentionCache())
-    with pytest.raises(ValueError, match=r"the cache holds keys of shape \(B, H, m, d_h\) = \(3, 4, 2, 4\)"):
+    with pytest.raises(ValueError, match=r"the cache holds keys of shape \(B, H, m, d_k\) = \(3, 4, 2, 4\)"):
         ours(x[:1], x[:1], x[:1], cache=cache)                            # another batch size
     with pytest.raises(TypeError, match="cache must be a seqlab.nn.multihead.AttentionCache"):
         ours(x, x, x, cache={})

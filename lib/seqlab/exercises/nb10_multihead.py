@@ -1,4 +1,5 @@
-"""Notebook 10 — multi-head attention: split the heads, put them back, h heads from scratch, and what h costs."""
+"""Notebook 10 — multi-head attention: one head or two (predict, then measure), cross-attention from scratch,
+and what h costs (predict, then measure)."""
 
 from __future__ import annotations
 
@@ -8,170 +9,185 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import (Case, Exercise, Measurement, first_difference, randn64, register, tensor_hint,
+                                   tensors_close)
 
 
 def _close(a: Any, b: Tensor) -> bool:
     return tensors_close(a, b, atol=1e-9)
 
 
-# -- 1. split the heads ------------------------------------------------------------------------------
-def _split_heads(X: Tensor, h: int) -> Tensor:
-    B, n, E = X.shape
-    return X.view(B, n, h, E // h).transpose(1, 2)                 # (B, n, h, d_k) -> (B, h, n, d_k)
+# -- 1. predict, then measure: one head instead of two on the neighbour task ------------------------------
+ONE_HEAD = Measurement("the one-head model's test accuracy on the neighbour task",
+                       "section 5's cell that trains one head")
+TOLERANCE = 0.10          # ten percentage points
 
 
-def _diagnose_split(args: tuple, got: Any, expected: Tensor) -> str | None:
-    X, h = args
-    B, n, E = X.shape
-    d_k = E // h
-    if isinstance(got, Tensor) and got.shape == (B, n, h, d_k) and _close(got, X.view(B, n, h, d_k)):
-        return (f"that is (B, n, h, d_k) = {(B, n, h, d_k)}: the split is right, now swap the token and head axes "
-                f"(.transpose(1, 2)) so that each head holds all n tokens.")
-    hint = tensor_hint(got, expected)
-    if hint:
-        return hint
-    if _close(got, X.reshape(B, h, n, d_k)):
-        return ("the shape is right but the numbers are not: X.view(B, h, n, d_k) (or reshape) reads the memory in "
-                "order, so 'head 0' got the first n*d_k numbers -- every feature of the first n/h tokens -- instead "
-                "of features 0..d_k-1 of every token. View as (B, n, h, d_k) first, then .transpose(1, 2).")
-    if _close(got, X.view(B, n, d_k, h).permute(0, 3, 1, 2)):
-        return ("your head i holds every h-th feature (i, i+h, ...). Head i is the contiguous block of features "
-                "i*d_k .. (i+1)*d_k - 1 (the columns of W_i^Q): view as (B, n, h, d_k), not (B, n, d_k, h).")
-    return f"{first_difference(got, expected)}."
+def record_one_head(left: float, right: float) -> None:
+    """The notebook's measurement: the one-head model's share of left and of right letters named right (0..1)."""
+    ONE_HEAD.record((float(left), float(right)))
 
 
-register(Exercise(
-    name="split_heads",
-    signature="split_heads(X: Tensor (B, n, E), h: int) -> Tensor (B, h, n, d_k), d_k = E // h; "
-              "head i gets features i*d_k .. (i+1)*d_k - 1 of every token",
-    reference=_split_heads,
-    cases=[Case((torch.arange(24, dtype=torch.float64).view(1, 3, 8), 2), "3 tokens numbered 0..23, E = 8, h = 2"),
-           Case((randn64(2, 4, 6, seed=0), 3), "batch of 2, 4 tokens, E = 6, h = 3"),
-           Case((randn64(1, 5, 4, seed=1), 1), "one head: (B, 1, n, E)"),
-           Case((randn64(3, 2, 12, seed=2), 4), "batch of 3, 2 tokens, E = 12, h = 4")],
-    hint="B, n, E = X.shape; return X.view(B, n, h, E // h).transpose(1, 2).",
-    diagnose=_diagnose_split,
-    same=_close,
-))
+def _one_head() -> tuple[float, float] | None:
+    return ONE_HEAD._value
 
 
-# -- 2. concatenate the heads --------------------------------------------------------------------------
-def _concat_heads(Z: Tensor) -> Tensor:
-    B, h, n, d_k = Z.shape
-    return Z.transpose(1, 2).reshape(B, n, h * d_k)               # (B, n, h, d_k) -> (B, n, E)
+def _as_pair(got: Any) -> tuple[float, float] | None:
+    try:
+        a, b = got
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        return float(a), float(b)
+    except (TypeError, ValueError):
+        return None
 
 
-def _diagnose_concat(args: tuple, got: Any, expected: Tensor) -> str | None:
-    (Z,) = args
-    B, h, n, d_k = Z.shape
-    if isinstance(got, Tensor) and got.shape == (B, n, h, d_k) and _close(got, Z.transpose(1, 2)):
-        return "the axes are swapped back; now merge the last two, (B, n, h, d_k) -> (B, n, h * d_k), with .reshape."
-    hint = tensor_hint(got, expected)
-    if hint:
-        return hint
-    if _close(got, Z.reshape(B, n, h * d_k)):
-        return ("the shape is right but the numbers are not: Z.reshape(B, n, E) without a transpose glues the rows "
-                "of head 0 together first, so 'token 0' gets numbers from several tokens of head 0. "
-                "Swap the axes first: Z.transpose(1, 2).reshape(B, n, h * d_k).")
-    if _close(got, Z.permute(0, 2, 3, 1).reshape(B, n, h * d_k)):
-        return ("your features interleave the heads (head 0's feature 0, head 1's feature 0, ...). Concat puts "
-                "head 1's d_k features after all of head 0's: transpose(1, 2), not permute(0, 2, 3, 1).")
-    return f"{first_difference(got, expected)}."
+def _same_one_head(got: Any, expected: tuple[float, float] | None) -> bool:
+    if expected is None:                    # nothing measured (the test suite runs the reference alone)
+        return got is None
+    pair = _as_pair(got)
+    return pair is not None and all(abs(g - e) <= TOLERANCE for g, e in zip(pair, expected))
+
+
+def _diagnose_one_head(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
+    if expected is None:
+        return f"nothing measured yet: run {ONE_HEAD.where}, then check your prediction again."
+    pair = _as_pair(got)
+    if pair is None:
+        return "put two shares in my_prediction: (left letter, right letter), e.g. (0.5, 0.5)."
+    if max(pair) > 1:
+        return f"give shares between 0 and 1 (0.5 for 50%), not percentages: you wrote {pair}."
+    told = (f"measured {expected[0]:.0%} (left) and {expected[1]:.0%} (right) with one head; "
+            f"you predicted {pair[0]:.0%} and {pair[1]:.0%}")
+    if min(pair) < min(expected) - TOLERANCE:
+        if min(pair) <= 0.2:
+            advice = ("one head is not stuck at chance (12.5%) on a side: it can read both neighbours in one "
+                      "weighted average")
+        else:
+            advice = ("an average of two letters need not lose which was where: with unequal weights (say 0.4 on "
+                      "the left, 0.2 on the right) the mix still tells them apart, and the feed-forward layer "
+                      "after the head decodes it")
+    else:
+        advice = ("one head carries both letters in one average of width d_model, so it cannot beat two heads; "
+                  "compare with the two-head model's accuracy above")
+    return f"{told}: {advice}."
 
 
 register(Exercise(
-    name="concat_heads",
-    signature="concat_heads(Z: Tensor (B, h, n, d_k)) -> Tensor (B, n, h * d_k): Concat(head_1, ..., head_k) per token",
-    reference=_concat_heads,
-    cases=[Case((torch.arange(24, dtype=torch.float64).view(1, 2, 3, 4),), "2 heads of 3 tokens x 4 features, numbered"),
-           Case((randn64(2, 3, 5, 2, seed=3),), "batch of 2, 3 heads, 5 tokens, d_k = 2"),
-           Case((randn64(1, 1, 4, 6, seed=4),), "one head: nothing to concatenate")],
-    hint="B, h, n, d_k = Z.shape; return Z.transpose(1, 2).reshape(B, n, h * d_k) -- the inverse of split_heads.",
-    diagnose=_diagnose_concat,
-    same=_close,
+    name="predict_one_head",
+    signature="(left, right): your prediction of the share of left and of right letters that the same model with "
+              "one head (d_k = 32) names right after the same 400 steps (checked against the notebook's "
+              "measurement, +-0.10 each)",
+    reference=_one_head,
+    cases=[Case((), "the neighbour task, one head of d_k = 32, 400 steps")],
+    hint="the two-head model names both neighbours; ask what one weighted average of the letters can still say.",
+    diagnose=_diagnose_one_head,
+    same=_same_one_head,
 ))
 
 
-# -- 3. multi-head attention from given weights -----------------------------------------------------------
+# -- 2. cross-attention: queries from one sequence, keys and values from another ---------------------------
 def _heads(M: Tensor, h: int) -> Tensor:
-    n, E = M.shape
-    return M.view(n, h, E // h).transpose(0, 1)                   # (h, n, d_k)
+    n, d_model = M.shape
+    return M.view(n, h, d_model // h).transpose(0, 1)             # (h, n, d_k)
 
 
-def _multi_head_attention(X: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, h: int) -> Tensor:
-    n, E = X.shape
-    Q, K, V = _heads(X @ W_Q, h), _heads(X @ W_K, h), _heads(X @ W_V, h)          # (h, n, d_k) each
-    A = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(E // h), dim=-1)           # (h, n, n)
-    Z = (A @ V).transpose(0, 1).reshape(n, E)                                      # Concat(head_1..head_k)
-    return Z @ W_O                                                                 # (n, E)
+def _cross_attention(X_q: Tensor, X_kv: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor,
+                     h: int) -> Tensor:
+    n, d_model = X_q.shape
+    Q = _heads(X_q @ W_Q, h)                                       # (h, n, d_k): one query per row of X_q
+    K, V = _heads(X_kv @ W_K, h), _heads(X_kv @ W_V, h)            # (h, m, d_k): m rows of the other sequence
+    A = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(d_model // h), dim=-1)     # (h, n, m)
+    Z = (A @ V).transpose(0, 1).reshape(n, d_model)                # Concat(head_1, ..., head_h): (n, d_model)
+    return Z @ W_O
 
 
-def _mha_variant(X, W_Q, W_K, W_V, W_O, h, *, scale=None, dim=-1, out=True, split=None, merge=None):
-    n, E = X.shape
-    d_k = E // h
+def _cross_variant(X_q, X_kv, W_Q, W_K, W_V, W_O, h, *, scale=None, dim=-1, out=True, split=None, merge=None):
+    n, d_model = X_q.shape
+    d_k = d_model // h
     split = split or (lambda M: _heads(M, h))
-    Q, K, V = split(X @ W_Q), split(X @ W_K), split(X @ W_V)
+    Q, K, V = split(X_q @ W_Q), split(X_kv @ W_K), split(X_kv @ W_V)
     A = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(scale or d_k), dim=dim)
     Z = A @ V
-    Z = merge(Z) if merge else Z.transpose(0, 1).reshape(n, E)
+    Z = merge(Z) if merge else Z.transpose(0, 1).reshape(n, d_model)
     return Z @ W_O if out else Z
 
 
-def _diagnose_mha(args: tuple, got: Any, expected: Tensor) -> str | None:
-    X, W_Q, W_K, W_V, W_O, h = args
-    n, E = X.shape
-    if isinstance(got, Tensor) and got.shape == (h, n, n):
-        return "those are the attention weights A of every head; multiply by V, concatenate the heads, then apply W_O."
-    if isinstance(got, Tensor) and got.shape == (h, n, E // h):
-        return "those are the h heads' outputs; concatenate them to (n, E) and multiply by W_O."
+def _diagnose_cross(args: tuple, got: Any, expected: Tensor) -> str | None:
+    X_q, X_kv, W_Q, W_K, W_V, W_O, h = args
+    n, d_model = X_q.shape
+    m = X_kv.shape[0]
+    if isinstance(got, Tensor) and got.shape == (h, n, m) != expected.shape:
+        return "those are the attention weights A of every head (h, n, m); multiply by V, concatenate, apply W_O."
+    if isinstance(got, Tensor) and got.shape == (m, d_model) and m != n:
+        return (f"one row per key ({m}): the output has one row per query, n = {n}. The queries come from X_q, "
+                "the keys and values from X_kv -- the roles are swapped.")
     hint = tensor_hint(got, expected)
     if hint:
         return hint
     variants = [
-        (dict(out=False), "W_O is missing: Concat(head_1, ..., head_k) W_O, the heads are mixed by W_O at the end."),
-        (dict(scale=E), "scale each head's scores by 1/sqrt(d_k) = 1/sqrt(E / h), the size of a head, not 1/sqrt(E)."),
-        (dict(scale=1.0), "scale the scores by 1/sqrt(d_k) before the softmax."),
-        (dict(dim=-2), "the softmax runs over the keys (dim=-1): each query's weights sum to 1."),
-        (dict(split=lambda M: M.reshape(h, n, E // h)),
-         "the heads are split with a reshape to (h, n, d_k) and no transpose, which mixes tokens into heads: "
-         "view each projection as (n, h, d_k), then .transpose(0, 1)."),
-        (dict(merge=lambda Z: Z.reshape(n, E)),
-         "the heads are concatenated with a reshape to (n, E) and no transpose, which mixes tokens: "
-         "Z.transpose(0, 1).reshape(n, E)."),
+        (dict(scale=1.0), "scale the scores by 1/sqrt(d_k) before the softmax: without it they grow with d_k and "
+                          "the softmax saturates."),
+        (dict(scale=d_model), "scale each head's scores by 1/sqrt(d_k) = 1/sqrt(d_model / h), the size of a head, "
+                              "not 1/sqrt(d_model)."),
+        (dict(dim=-2), "the softmax runs over the keys (dim=-1), so that each query's weights over the m keys sum "
+                       "to 1; yours sum to 1 over the queries."),
+        (dict(out=False), "W_O is missing: Concat(head_1, ..., head_h) W_O, the heads are mixed by W_O at the end."),
+        (dict(split=lambda M: M.reshape(h, M.shape[0], d_model // h)),
+         "the heads are split with a reshape to (h, length, d_k) and no transpose, which mixes tokens into heads: "
+         "view each projection as (length, h, d_k), then .transpose(0, 1)."),
+        (dict(merge=lambda Z: Z.reshape(n, d_model)),
+         "the heads are concatenated with a reshape to (n, d_model) and no transpose, which mixes tokens: "
+         "Z.transpose(0, 1).reshape(n, d_model)."),
     ]
     for change, message in variants:
-        if _close(got, _mha_variant(*args, **change)):
-            return message
-    if h > 1 and _close(got, _multi_head_attention(X, W_Q, W_K, W_V, W_O, 1)):
-        return f"that is one wide head (h = 1); split Q, K and V into h = {h} heads of d_k = {E // h} features each."
+        try:
+            if _close(got, _cross_variant(*args, **change)):
+                return message
+        except RuntimeError:
+            continue
+    if _close(got, _cross_attention(X_q, X_q, W_Q, W_K, W_V, W_O, h)):
+        return ("that is self-attention on X_q: in cross-attention the keys and values come from the other "
+                "sequence, K = X_kv W_K and V = X_kv W_V.")
+    if m == n and _close(got, _cross_attention(X_kv, X_q, W_Q, W_K, W_V, W_O, h)):
+        return "the roles are swapped: the queries come from X_q, the keys and values from X_kv."
+    if h > 1 and _close(got, _cross_attention(X_q, X_kv, W_Q, W_K, W_V, W_O, 1)):
+        return (f"that is one wide head (h = 1); split Q, K and V into h = {h} heads of d_k = {d_model // h} "
+                "features each.")
     return f"{first_difference(got, expected)}."
 
 
+_LENGTHS = ("if the error is about a shape: the keys and values have the other sequence's length m = "
+            "X_kv.shape[0], not the queries' n, so split them with their own length (view(m, h, d_k)).")
+
 register(Exercise(
-    name="multi_head_attention",
-    signature="multi_head_attention(X (n, E), W_Q, W_K, W_V, W_O (E, E) each, h: int) -> (n, E): "
-              "Concat(head_1..head_k) W_O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i",
-    reference=_multi_head_attention,
-    cases=[Case((randn64(3, 4, seed=10), randn64(4, 4, seed=11), randn64(4, 4, seed=12), randn64(4, 4, seed=13),
-                 torch.eye(4, dtype=torch.float64), 2), "3 tokens, E = 4, h = 2, W_O = I"),
-           Case((randn64(5, 6, seed=14), randn64(6, 6, seed=15), randn64(6, 6, seed=16), randn64(6, 6, seed=17),
-                 randn64(6, 6, seed=18), 3), "5 tokens, E = 6, h = 3"),
-           Case((randn64(4, 8, seed=19), randn64(8, 8, seed=20), randn64(8, 8, seed=21), randn64(8, 8, seed=22),
-                 randn64(8, 8, seed=23), 1), "one head of width 8")],
-    hint="Q, K, V = X @ W_Q, X @ W_K, X @ W_V; split each into (h, n, d_k); A = softmax(Q K^T / sqrt(d_k)) per head; "
-         "Z = A @ V; concatenate to (n, E); multiply by W_O.",
-    diagnose=_diagnose_mha,
+    name="cross_attention",
+    signature="cross_attention(X_q (n, d_model), X_kv (m, d_model), W_Q, W_K, W_V, W_O (d_model, d_model) each, "
+              "h: int) -> (n, d_model): Concat(head_1..head_h) W_O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i "
+              "with Q = X_q W_Q, K = X_kv W_K, V = X_kv W_V",
+    reference=_cross_attention,
+    cases=[Case((randn64(3, 4, seed=10), randn64(5, 4, seed=9), randn64(4, 4, seed=11), randn64(4, 4, seed=12),
+                 randn64(4, 4, seed=13), torch.eye(4, dtype=torch.float64), 2),
+                "3 queries, 5 keys, d_model = 4, h = 2, W_O = I", hint=_LENGTHS),
+           Case((randn64(4, 6, seed=14), randn64(2, 6, seed=24), randn64(6, 6, seed=15), randn64(6, 6, seed=16),
+                 randn64(6, 6, seed=17), randn64(6, 6, seed=18), 3),
+                "4 queries, 2 keys, d_model = 6, h = 3", hint=_LENGTHS),
+           Case((randn64(5, 8, seed=19), randn64(5, 8, seed=25), randn64(8, 8, seed=20), randn64(8, 8, seed=21),
+                 randn64(8, 8, seed=22), randn64(8, 8, seed=23), 4),
+                "5 queries, 5 keys of another sequence, d_model = 8, h = 4")],
+    hint="Q from X_q, K and V from X_kv; split each into (h, length, d_k) with its own length; "
+         "A = softmax(Q K^T / sqrt(d_k)) per head, (h, n, m); Z = A @ V; concatenate to (n, d_model); multiply by W_O.",
+    diagnose=_diagnose_cross,
     same=_close,
 ))
 
 
-# -- 4. predict, then measure: what h costs at a fixed width ------------------------------------------------
+# -- 3. predict, then measure: what h costs at a fixed width ------------------------------------------------
 COST_KEYS = ("parameters", "flops", "weights")
 
 
-def measure_costs(E: int, n: int, h: int) -> dict[str, int]:
-    """Measured on seqlab's MultiheadAttention(E, h): its parameter count, the FLOPs of one self-attention
+def measure_costs(d_model: int, n: int, h: int) -> dict[str, int]:
+    """Measured on seqlab's MultiheadAttention(d_model, h): its parameter count, the FLOPs of one self-attention
     forward pass over one sequence of ``n`` tokens (counted by ``torch.utils.flop_counter``: a multiply-add is
     2 FLOPs; softmax, scaling and bias additions are not counted), and the number of attention weights it
     computes (per head, ``need_weights=True, average_attn_weights=False``)."""
@@ -181,8 +197,8 @@ def measure_costs(E: int, n: int, h: int) -> dict[str, int]:
 
     with torch.random.fork_rng(devices=[]):   # any weights will do; leave the student's generator alone
         torch.manual_seed(0)
-        attention = MultiheadAttention(E, h, batch_first=True)
-        X = torch.randn(1, n, E)
+        attention = MultiheadAttention(d_model, h, batch_first=True)
+        X = torch.randn(1, n, d_model)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         _, weights = attention(X, X, X, need_weights=True, average_attn_weights=False)
     return {"parameters": sum(p.numel() for p in attention.parameters()),
@@ -196,7 +212,7 @@ def _same_costs(got: Any, expected: dict[str, int]) -> bool:
 
 
 def _diagnose_costs(args: tuple, got: Any, expected: dict[str, int]) -> str | None:
-    E, n, h = args
+    d_model, n, h = args
     if not isinstance(got, dict) or not set(got) >= set(COST_KEYS):
         return f"return a dict with the keys {COST_KEYS}, got {_short_dict(got)}."
     for key in COST_KEYS:
@@ -204,22 +220,26 @@ def _diagnose_costs(args: tuple, got: Any, expected: dict[str, int]) -> str | No
             return f"{key!r} should be a number, got {type(got[key]).__name__}."
     wrong = [k for k in COST_KEYS if got[k] != expected[k]]
     lines = [f"measured {k} = {expected[k]:,}, you predicted {got[k]:,}" for k in wrong]
-    one_head = measure_costs(E, n, 1)
+    one_head = measure_costs(d_model, n, 1)
     advice = []
     if "parameters" in wrong:
         if h > 1 and got["parameters"] == h * one_head["parameters"]:
-            advice.append("the heads do not each get E x E matrices: they split E into h slices of d_k = E / h, so "
-                          "W^Q, W^K, W^V, W^O stay E x E (plus 4E biases) whatever h is")
-        elif got["parameters"] == 4 * E * E:
-            advice.append("count the biases too: in_proj_bias has 3E numbers and out_proj.bias E")
+            advice.append("the heads do not each get d_model x d_model matrices: they split d_model into h slices "
+                          "of d_k = d_model / h, so W_Q, W_K, W_V, W_O stay d_model x d_model (plus 4 d_model "
+                          "biases) whatever h is")
+        elif got["parameters"] == 4 * d_model * d_model:
+            advice.append("count the biases too: in_proj_bias has 3 d_model numbers and out_proj.bias d_model")
         else:
-            advice.append("four E x E matrices (W^Q, W^K, W^V, W^O) and their biases")
+            advice.append("four d_model x d_model matrices (W_Q, W_K, W_V, W_O) and their biases")
     if "flops" in wrong:
         if h > 1 and got["flops"] == h * one_head["flops"]:
-            advice.append("h heads of size d_k = E / h do the work of one head of size E: the projections are the same "
-                          "E x E products, and the scores cost h * n^2 * d_k = n^2 * E multiply-adds")
+            advice.append("h heads of size d_k = d_model / h do the work of one head of size d_model: the projections "
+                          "are the same d_model x d_model products, and the scores cost h * n^2 * d_k = n^2 * d_model "
+                          "multiply-adds")
+        elif 2 * got["flops"] == expected["flops"]:
+            advice.append("you counted multiply-adds; a multiply-add is 2 FLOPs (as torch's flop counter counts)")
         else:
-            advice.append("projections 4 * n * E^2 multiply-adds, scores Q K^T and A V n^2 * E each, "
+            advice.append("projections 4 * n * d_model^2 multiply-adds, scores Q K^T and A V n^2 * d_model each, "
                           "2 FLOPs per multiply-add")
     if "weights" in wrong:
         if got["weights"] == n * n:
@@ -235,13 +255,13 @@ def _short_dict(value: Any) -> str:
 
 register(Exercise(
     name="predict_costs",
-    signature="predict_costs(E: int, n: int, h: int) -> {'parameters': int, 'flops': int, 'weights': int} for "
-              "MultiheadAttention(E, h) on one sequence of n tokens (checked against a measurement)",
+    signature="predict_costs(d_model: int, n: int, h: int) -> {'parameters': int, 'flops': int, 'weights': int} "
+              "for MultiheadAttention(d_model, h) on one sequence of n tokens (checked against a measurement)",
     reference=measure_costs,
-    cases=[Case((64, 32, 1), "E = 64, n = 32, one head"),
-           Case((64, 32, 8), "E = 64, n = 32, eight heads"),
-           Case((48, 10, 3), "E = 48, n = 10, three heads")],
-    hint="parameters 4E^2 + 4E; FLOPs 2 * (4 n E^2 + 2 n^2 E); weights h n^2.",
+    cases=[Case((64, 32, 1), "d_model = 64, n = 32, one head"),
+           Case((64, 32, 8), "d_model = 64, n = 32, eight heads"),
+           Case((48, 10, 3), "d_model = 48, n = 10, three heads")],
+    hint="parameters 4 d_model^2 + 4 d_model; FLOPs 2 * (4 n d_model^2 + 2 n^2 d_model); weights h n^2.",
     diagnose=_diagnose_costs,
     same=_same_costs,
 ))

@@ -1,4 +1,4 @@
-r"""Multi-head attention: :math:`h` self-attention heads side by side, concatenated, mixed by :math:`W^O`.
+r"""Multi-head attention: :math:`h` self-attention heads side by side, concatenated, mixed by :math:`W_O`.
 
 One head (notebook 9) computes one weighting of the tokens. Multi-head attention runs :math:`h`
 of them in parallel, each in its own smaller subspace, so that different heads can look for
@@ -6,37 +6,39 @@ different things (the previous token, the matching bracket, the subject of the v
 
 .. math::
 
-    \mathrm{head}_i = \mathrm{Attention}(Q W_i^Q,\; K W_i^K,\; V W_i^V), \qquad
-    \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{Q K^\top}{\sqrt{d_h}} + M\Big) V
+    \mathrm{head}_i = \mathrm{Attention}(Q W_Q^{(i)},\; K W_K^{(i)},\; V W_V^{(i)}), \qquad
+    \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}} + M\Big) V
 
 .. math::
 
-    \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O
+    \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O
 
-with :math:`W_i^Q, W_i^K, W_i^V \in \mathbb{R}^{E \times d_h}`, :math:`d_h = E / h` and
-:math:`W^O \in \mathbb{R}^{E \times E}` (:math:`E` = ``embed_dim``, :math:`h` = ``num_heads``).
+with :math:`W_Q^{(i)}, W_K^{(i)}, W_V^{(i)} \in \mathbb{R}^{d_{model} \times d_k}`, :math:`d_k = d_{model} / h`
+and :math:`W_O \in \mathbb{R}^{d_{model} \times d_{model}}` (:math:`d_{model}` = torch's ``embed_dim``, :math:`h` =
+``num_heads``).
 In self-attention :math:`Q = K = V = X`, the layer's input; in the decoder's cross-attention
 :math:`Q` comes from the decoder and :math:`K = V` from the encoder (the *memory*). Each head
 costs :math:`1/h` of a wide head, so :math:`h` heads cost about what one head of width
-:math:`E` costs.
+:math:`d_{model}` costs.
 
-**The h heads are one matrix product.** Stacking the :math:`h` matrices :math:`W_i^Q` side by
-side gives one :math:`E \times E` matrix :math:`W^Q = [W_1^Q \dots W_h^Q]`; likewise
-:math:`W^K, W^V`. torch stores the three stacked, transposed, in one parameter:
-``in_proj_weight`` of shape ``(3E, E)`` is :math:`[W^Q; W^K; W^V]^\top` (rows ``0:E`` give the
-queries, ``E:2E`` the keys, ``2E:3E`` the values; rows ``i d_h:(i+1) d_h`` of each block are head
-:math:`i`'s :math:`(W_i^Q)^\top`). When keys or values have other sizes (``kdim``, ``vdim``) the
-three are separate: ``q_proj_weight`` ``(E, E)``, ``k_proj_weight`` ``(E, kdim)``,
-``v_proj_weight`` ``(E, vdim)``. ``out_proj`` is :math:`W^O` (an ``nn.Linear``). So:
+**The h heads are one matrix product.** Stacking the :math:`h` matrices :math:`W_Q^{(i)}` side by
+side gives one :math:`d_{model} \times d_{model}` matrix :math:`W_Q = [W_Q^{(1)} \dots W_Q^{(h)}]`;
+likewise :math:`W_K, W_V`. torch stores the three stacked, transposed, in one parameter:
+``in_proj_weight`` of shape ``(3 d_model, d_model)`` is :math:`[W_Q; W_K; W_V]^\top` (rows ``0:d_model`` give
+the queries, ``d_model:2 d_model`` the keys, ``2 d_model:3 d_model`` the values; rows ``i d_k:(i+1) d_k`` of each
+block are head :math:`i`'s :math:`(W_Q^{(i)})^\top`). When keys or values have other sizes (``kdim``, ``vdim``) the
+three are separate: ``q_proj_weight`` ``(d_model, d_model)``, ``k_proj_weight`` ``(d_model, kdim)``,
+``v_proj_weight`` ``(d_model, vdim)``. ``out_proj`` is :math:`W_O` (an ``nn.Linear``). So:
 
-1. project once: :math:`Q W^Q` has shape ``(B, n, E)``;
-2. split the heads: ``view(B, n, h, d_h)`` then swap the middle axes -> ``(B, h, n, d_h)``;
-   column block :math:`i` of :math:`Q W^Q` *is* :math:`Q W_i^Q`, no data moves;
-3. attend in every head at once: :func:`seqlab.nn.attention.attend` on ``(B, h, n, d_h)``;
-4. concatenate: swap back and ``reshape(B, n, E)`` -- :math:`\mathrm{Concat}(\mathrm{head}_1..\mathrm{head}_h)`;
-5. mix the heads: multiply by :math:`W^O`.
+1. project once: :math:`Q W_Q` has shape ``(B, n, d_model)``;
+2. split the heads: ``view(B, n, h, d_k)`` then swap the middle axes -> ``(B, h, n, d_k)``;
+   column block :math:`i` of :math:`Q W_Q` *is* :math:`Q W_Q^{(i)}`, no data moves;
+3. attend in every head at once: :func:`seqlab.nn.attention.attend` on ``(B, h, n, d_k)``;
+4. concatenate: swap back and ``reshape(B, n, d_model)`` --
+   :math:`\mathrm{Concat}(\mathrm{head}_1..\mathrm{head}_h)`;
+5. mix the heads: multiply by :math:`W_O`.
 
-(Internally the tensors are kept sequence-first, ``(n, B, E)``, as torch does, so that the
+(Internally the tensors are kept sequence-first, ``(n, B, d_model)``, as torch does, so that the
 ``(B, h)`` axes of the split heads sit next to each other in memory and the batched products need
 no copies; the shapes in the comments are the logical ones.)
 
@@ -50,7 +52,8 @@ Masks take torch's meaning at this boundary (:func:`seqlab.nn.masks.from_torch`)
 Where seqlab differs from torch (each on purpose):
 
 - a query with no key to attend to (a fully masked row, an all-padding sequence) gets zero weights
-  and a zero attention output before :math:`W^O` (and zero gradients), where torch gives NaN;
+  and a zero attention output before :math:`W_O` (and zero gradients), where ``torch.nn.MultiheadAttention``
+  gives NaN whenever it computes the weights (``F.scaled_dot_product_attention`` in torch 2.13 gives zeros, too);
 - ``is_causal=True`` without ``attn_mask`` builds the causal mask
   (:func:`seqlab.nn.masks.causal_mask`: the ``L`` queries are the last ``L`` of the ``S`` key
   positions), where torch raises; on the fused path with no other mask it is passed to the
@@ -68,7 +71,7 @@ the ``L`` new positions, appends their keys and values to ``c`` (now ``m = offse
 and lets the ``L`` queries attend to all ``m`` keys. The queries are the *last* ``L`` of the ``m``
 positions, the convention of :func:`seqlab.nn.masks.causal_mask` and of the positional hooks.
 The cache stores keys *before* ``positional.rotate``: RoPE rotates all ``m`` keys by their
-position at every step (``O(m d_h)`` work, as much as the scores themselves), which keeps the hook
+position at every step (``O(m d_k)`` work, as much as the scores themselves), which keeps the hook
 exactly as an ordinary forward pass uses it. :class:`KVCache` is one :class:`AttentionCache` per layer.
 """
 
@@ -87,7 +90,7 @@ from seqlab.nn.positional import PositionalEncoding
 
 @dataclass
 class AttentionCache:
-    """The keys and values one self-attention has seen: ``keys``, ``values`` ``(B, H, m, d_h)`` (None when empty).
+    """The keys and values one self-attention has seen: ``keys``, ``values`` ``(B, H, m, d_k)`` (None when empty).
 
     ``offset`` = ``m``, the number of cached positions: the next token sits at position ``offset``.
     Keys are stored as projected, before any RoPE rotation (see the module docstring).
@@ -101,10 +104,10 @@ class AttentionCache:
         return 0 if self.keys is None else self.keys.shape[-2]
 
     def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """Add ``L`` new positions ``(B, H, L, d_h)``; return all ``m = offset + L`` keys and values."""
+        """Add ``L`` new positions ``(B, H, L, d_k)``; return all ``m = offset + L`` keys and values."""
         if self.keys is not None and (keys.shape[:2] != self.keys.shape[:2] or keys.shape[-1] != self.keys.shape[-1]):
-            raise ValueError(f"the cache holds keys of shape (B, H, m, d_h) = {tuple(self.keys.shape)}; new keys "
-                             f"{tuple(keys.shape)} do not continue them (same B, H and d_h needed)")
+            raise ValueError(f"the cache holds keys of shape (B, H, m, d_k) = {tuple(self.keys.shape)}; new keys "
+                             f"{tuple(keys.shape)} do not continue them (same B, H and d_k needed)")
         self.keys = keys if self.keys is None else torch.cat([self.keys, keys], dim=-2)
         self.values = values if self.values is None else torch.cat([self.values, values], dim=-2)
         return self.keys, self.values
@@ -119,7 +122,7 @@ class KVCache:
     """One :class:`AttentionCache` per layer of a decoder stack, all at the same ``offset``.
 
     ``cache[l]`` is layer ``l``'s; ``offset`` is the number of positions cached (the position of the
-    next token); ``nbytes()`` = ``2 x layers x B x H x offset x d_h x bytes per number``.
+    next token); ``nbytes()`` = ``2 x layers x B x H x offset x d_k x bytes per number``.
     """
 
     layers: list[AttentionCache] = field(default_factory=list)
@@ -147,8 +150,8 @@ class KVCache:
 class MultiheadAttention(nn.Module):
     r"""``forward(query, key, value)`` -> ``(attn_output, attn_weights)``, exactly as ``torch.nn.MultiheadAttention``.
 
-    Shapes (``L`` queries, ``S`` keys, batch ``B``): ``query`` ``(L, B, E)``, ``key`` ``(S, B, kdim)``,
-    ``value`` ``(S, B, vdim)`` -- or ``(B, L, E)`` etc. with ``batch_first=True``, or ``(L, E)`` etc.
+    Shapes (``L`` queries, ``S`` keys, batch ``B``): ``query`` ``(L, B, d_model)``, ``key`` ``(S, B, kdim)``,
+    ``value`` ``(S, B, vdim)`` -- or ``(B, L, d_model)`` etc. with ``batch_first=True``, or ``(L, d_model)`` etc.
     for one unbatched sequence. ``attn_output`` has the query's shape; ``attn_weights`` is
     ``(B, L, S)`` (the mean over heads) or, with ``average_attn_weights=False``, ``(B, h, L, S)``:
     head by head, always batch first, after dropout (as torch returns them); ``None`` when
@@ -181,7 +184,7 @@ class MultiheadAttention(nn.Module):
                              f"num_heads={num_heads}")
         if embed_dim % num_heads != 0:
             divisors = [h for h in range(1, embed_dim + 1) if embed_dim % h == 0]
-            raise ValueError(f"embed_dim must be divisible by num_heads (each head gets d_h = embed_dim / "
+            raise ValueError(f"embed_dim must be divisible by num_heads (each head gets d_k = embed_dim / "
                              f"num_heads features), got embed_dim={embed_dim}, num_heads={num_heads}; "
                              f"num_heads could be one of {divisors}")
         if not 0.0 <= dropout <= 1.0:
@@ -195,25 +198,25 @@ class MultiheadAttention(nn.Module):
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
-        self.head_dim = embed_dim // num_heads                                    # d_h
+        self.head_dim = embed_dim // num_heads                                    # d_k
         self.dropout, self.batch_first, self.fused = dropout, batch_first, fused
         # Parameters are created in torch's order: nn.Linear's own initialisation of out_proj draws
         # random numbers, so the same seed gives the same weights as torch.nn.MultiheadAttention.
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim, **factory))  # [W^Q; W^K; W^V]^T
+            self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim, **factory))  # [W_Q; W_K; W_V]^T
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         else:
-            self.q_proj_weight = nn.Parameter(torch.empty(embed_dim, embed_dim, **factory))     # (W^Q)^T
-            self.k_proj_weight = nn.Parameter(torch.empty(embed_dim, self.kdim, **factory))     # (W^K)^T
-            self.v_proj_weight = nn.Parameter(torch.empty(embed_dim, self.vdim, **factory))     # (W^V)^T
+            self.q_proj_weight = nn.Parameter(torch.empty(embed_dim, embed_dim, **factory))     # (W_Q)^T
+            self.k_proj_weight = nn.Parameter(torch.empty(embed_dim, self.kdim, **factory))     # (W_K)^T
+            self.v_proj_weight = nn.Parameter(torch.empty(embed_dim, self.vdim, **factory))     # (W_V)^T
             self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim, **factory))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)                     # W^O
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)                     # W_O
         if add_bias_kv:
             self.bias_k = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
             self.bias_v = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
@@ -245,7 +248,8 @@ class MultiheadAttention(nn.Module):
             nn.init.xavier_normal_(self.bias_v)
 
     def projection_weights(self) -> tuple[Tensor, Tensor, Tensor]:
-        """``(W^Q)^T, (W^K)^T, (W^V)^T``: ``(E, E)``, ``(E, kdim)``, ``(E, vdim)`` (views of the parameters)."""
+        """``(W_Q)^T, (W_K)^T, (W_V)^T``: ``(d_model, d_model)``, ``(d_model, kdim)``, ``(d_model, vdim)`` (views of
+        the parameters)."""
         if self._qkv_same_embed_dim:
             return self.in_proj_weight.chunk(3)
         return self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
@@ -258,11 +262,11 @@ class MultiheadAttention(nn.Module):
             self._check_cache(query, key, cache, batched)
         if not batched:                    # one sequence: a batch of one, in torch's batch axis
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        elif self.batch_first:             # (B, n, E) -> (n, B, E) views; see the module docstring
+        elif self.batch_first:             # (B, n, d_model) -> (n, B, d_model) views; see the module docstring
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        L, B, E = query.shape
+        L, B, d_model = query.shape
         S = key.shape[0] + (0 if cache is None else cache.offset)   # keys: the cached ones, then the new ones
-        H, d_h = self.num_heads, self.head_dim
+        H, d_k = self.num_heads, self.head_dim
         # is_causal without attn_mask: attend() applies the causal mask, as a flag to the fused kernel when no
         # other mask is left (no (L, S) mask kept for backward, notebook 15), else merged in. Extra keys
         # (bias_k, add_zero_attn) are open to every query, so with them the mask is built here.
@@ -271,36 +275,36 @@ class MultiheadAttention(nn.Module):
         mask = self._merged_mask(attn_mask, key_padding_mask, is_causal and not causal_in_attend,
                                  batched, B, L, S, query)
 
-        # 1-2. project and split the heads: Q W_i^Q for every head i at once
+        # 1-2. project and split the heads: Q W_Q^{(i)} for every head i at once
         W_q, W_k, W_v = self.projection_weights()
         b_q, b_k, b_v = (None, None, None) if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
-        q = self._split_heads(F.linear(query, W_q, b_q))         # (B, H, L, d_h)
-        k = self._split_heads(F.linear(key, W_k, b_k))           # (B, H, S, d_h)
-        v = self._split_heads(F.linear(value, W_v, b_v))         # (B, H, S, d_h)
+        q = self._split_heads(F.linear(query, W_q, b_q))         # (B, H, L, d_k)
+        k = self._split_heads(F.linear(key, W_k, b_k))           # (B, H, S, d_k)
+        v = self._split_heads(F.linear(value, W_v, b_v))         # (B, H, S, d_k)
         if cache is not None:                                    # cached positions first, then the L new ones
-            k, v = cache.append(k, v)                            # (B, H, S, d_h) each, S = offset + L
+            k, v = cache.append(k, v)                            # (B, H, S, d_k) each, S = offset + L
         if self.positional is not None:
             q, k = self.positional.rotate(q, k)                  # RoPE; the identity for other encodings
         if self.bias_k is not None:                              # one learned key/value every query may read
-            k = torch.cat([k, self.bias_k.view(1, H, 1, d_h).expand(B, H, 1, d_h)], dim=2)
-            v = torch.cat([v, self.bias_v.view(1, H, 1, d_h).expand(B, H, 1, d_h)], dim=2)
+            k = torch.cat([k, self.bias_k.view(1, H, 1, d_k).expand(B, H, 1, d_k)], dim=2)
+            v = torch.cat([v, self.bias_v.view(1, H, 1, d_k).expand(B, H, 1, d_k)], dim=2)
         if self.add_zero_attn:                                   # one all-zero key/value
-            k = torch.cat([k, k.new_zeros(B, H, 1, d_h)], dim=2)
-            v = torch.cat([v, v.new_zeros(B, H, 1, d_h)], dim=2)
+            k = torch.cat([k, k.new_zeros(B, H, 1, d_k)], dim=2)
+            v = torch.cat([v, v.new_zeros(B, H, 1, d_k)], dim=2)
 
-        # 3. attend in every head: softmax(q k^T / sqrt(d_h) + M) v
+        # 3. attend in every head: softmax(q k^T / sqrt(d_k) + M) v
         dropout_p = self.dropout if self.training else 0.0
         fused = self.fused and not need_weights
         z, weights = attend(q, k, v, mask, dropout_p=dropout_p, fused=fused,
-                            is_causal=causal_in_attend)          # (B, H, L, d_h), (B, H, L, S')
+                            is_causal=causal_in_attend)          # (B, H, L, d_k), (B, H, L, S')
 
-        # 4-5. concatenate the heads and mix them with W^O
-        z = z.permute(2, 0, 1, 3).reshape(L, B, E)               # Concat(head_1..head_h), (L, B, E)
-        attn_output = self.out_proj(z)                           # (L, B, E)
+        # 4-5. concatenate the heads and mix them with W_O
+        z = z.permute(2, 0, 1, 3).reshape(L, B, d_model)         # Concat(head_1..head_h), (L, B, d_model)
+        attn_output = self.out_proj(z)                           # (L, B, d_model)
         if not batched:
             attn_output = attn_output.squeeze(1)
         elif self.batch_first:
-            attn_output = attn_output.transpose(0, 1)            # (B, L, E)
+            attn_output = attn_output.transpose(0, 1)            # (B, L, d_model)
         if not need_weights:
             return attn_output, None
         if average_attn_weights:
@@ -318,7 +322,8 @@ class MultiheadAttention(nn.Module):
                              f"got {query.shape[s]} queries and {key.shape[s]} keys")
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        """``(n, B, E)`` -> ``(B, H, n, d_h)``: column block i of the projection is head i (a view, no copy)."""
+        """``(n, B, d_model)`` -> ``(B, H, n, d_k)``: column block i of the projection is head i (a view, no
+        copy)."""
         n, B, _ = x.shape
         return x.view(n, B, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
