@@ -53,7 +53,8 @@ Where seqlab differs from torch (each on purpose):
 
 - a query with no key to attend to (a fully masked row, an all-padding sequence) gets zero weights
   and a zero attention output before :math:`W_O` (and zero gradients), where ``torch.nn.MultiheadAttention``
-  gives NaN whenever it computes the weights (``F.scaled_dot_product_attention`` in torch 2.13 gives zeros, too);
+  gives NaN when it returns the weights (the default) and on its inference fast path
+  (``F.scaled_dot_product_attention`` in torch 2.13 gives zeros, as seqlab does; notebook 10 shows both);
 - ``is_causal=True`` without ``attn_mask`` builds the causal mask
   (:func:`seqlab.nn.masks.causal_mask`: the ``L`` queries are the last ``L`` of the ``S`` key
   positions), where torch raises; on the fused path with no other mask it is passed to the
