@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqlab.cost import (SavedTensorMeter, attention_flops, attention_matrix_bytes, best_time, count_flops,
-                         count_ops, count_recurrent_steps, cuda_peak_bytes, decoder_flops, loglog_slope, recurrent_flops,
+                         count_bytes, count_ops, count_recurrent_steps, cuda_peak_bytes, decoder_flops, loglog_slope, recurrent_flops,
                          recurrent_step_flops, saved_bytes, sequential_steps, time_interleaved)
 from seqlab.nn import GRU, LSTM, RNN, MultiheadAttention
 from seqlab.nn.self_attention import SelfAttention
@@ -75,6 +75,40 @@ def test_decoder_flops_by_hand_and_on_seqlabs_gpt_with_and_without_the_kv_cache(
         assert count_flops(lambda: model(ids[:, 30:33], cache=cache)) == decoder_flops(3, 30, **sizes)
     with pytest.raises(ValueError, match="cached must be an int >= 0, got -1"):
         decoder_flops(1, -1, d=4, layers=1, vocab=10)
+
+
+def test_decoder_flops_other_accountings():
+    sizes = {"d": 4, "layers": 1, "vocab": 10}
+    full = decoder_flops(3, 2, **sizes)
+    # the read-out of the last token only: 2 of the 3 rows' 2 d V = 80 FLOPs each fewer
+    assert decoder_flops(3, 2, **sizes, read_out="last") == full - 2 * 2 * 4 * 10
+    # causal pairs: tokens 3, 4, 5 against 3, 4, 5 keys = 12 pairs instead of 15: 3 * 2 * 2 * d FLOPs fewer
+    assert decoder_flops(3, 2, **sizes, scores="causal") == full - 3 * 2 * 2 * 4
+    # one new token: the causal count is the full one (its row is whole), whatever is cached
+    assert decoder_flops(1, 7, **sizes, scores="causal") == decoder_flops(1, 7, **sizes)
+    # without a cache: t (t + 1) / 2 pairs
+    t = 10
+    assert (decoder_flops(t, **sizes) - decoder_flops(t, **sizes, scores="causal")) == 2 * 2 * 4 * (t * t - t * (t + 1) // 2)
+    with pytest.raises(ValueError, match="read_out must be 'all' or 'last'"):
+        decoder_flops(1, d=4, layers=1, vocab=10, read_out="first")
+    with pytest.raises(ValueError, match="scores must be 'full' or 'causal'"):
+        decoder_flops(1, d=4, layers=1, vocab=10, scores="half")
+
+
+def test_count_bytes_reads_and_writes_but_not_views():
+    x = torch.randn(10, 10)
+    assert count_bytes(lambda: x.exp()) == 2 * 400                  # reads x, writes the result
+    assert count_bytes(lambda: x.t()) == 0                          # a view moves nothing
+    assert count_bytes(lambda: x.clone().exp_()) == 2 * 400 + 2 * 400     # an in-place op still reads and writes
+    assert count_bytes(lambda: x @ x) == 3 * 400
+    assert count_bytes(lambda: x @ x, at_least=101) == 0
+    torch.manual_seed(0)
+    mha = MultiheadAttention(16, 4)
+    q = torch.randn(12, 1, 16)
+    with torch.no_grad():
+        # the explicit path passes over its (h, n, n) matrices 6 times: written by Q K^T, read and written by the
+        # scaling, read and written by the softmax, read by A V
+        assert count_bytes(lambda: mha(q, q, q, need_weights=False), at_least=4 * 12 * 12) == 6 * 4 * 4 * 12 * 12
 
 
 def test_sequential_steps_counted_and_measured():

@@ -7,10 +7,11 @@ import math
 import pytest
 import torch
 
-from seqlab.cost import attention_flops, count_flops
+from seqlab.cost import count_flops
 from seqlab.exercises import EXERCISES, check, exercises_of
-from seqlab.exercises.nb15_cost import MEMORY_LENGTHS, SLOPE_KEYS, _measured_slopes, measure_memory_slopes
-from seqlab.nn import MultiheadAttention
+from seqlab.exercises.nb15_cost import (MEMORY_LENGTHS, SLOPE_KEYS, _measured_slopes, measure_block_flops,
+                                        measure_memory_slopes)
+from seqlab.nn import TransformerEncoderLayer
 from seqlab.nn.attention import attend, sliding_window_attend
 from seqlab.nn.masks import band_mask
 
@@ -18,44 +19,39 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb15")) == {"attention_flops", "band_scores", "predict_memory_slopes"}
+    assert set(exercises_of("nb15")) == {"block_crossover", "band_scores", "predict_memory_slopes"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb15").items())
 
 
-def test_the_flops_reference_is_what_torchs_counter_sees_on_seqlabs_attention():
+def test_the_crossover_reference_is_measured_and_matches_the_formula():
+    for d_model, d_ff in ((96, 256), (128, 512), (512, 2048), (64, 64)):
+        per_token, per_pair = measure_block_flops(d_model, d_ff)
+        assert per_token == 2 * (4 * d_model ** 2 + 2 * d_model * d_ff) and per_pair == 2 * 2 * d_model
+        assert EXERCISES["block_crossover"].reference(d_model, d_ff) == 2 * d_model + d_ff
+    # at that length a block's counted FLOPs are half per-token work, half n^2 products
     torch.manual_seed(0)
-    layer = MultiheadAttention(16, 4, batch_first=True)
-    x = torch.randn(1, 40, 16)
+    layer = TransformerEncoderLayer(96, 4, 256, dropout=0.0).eval()
+    n, (per_token, _) = 448, measure_block_flops(96, 256)
     with torch.no_grad():
-        assert count_flops(lambda: layer(x, x, x)) == EXERCISES["attention_flops"].reference(40, 16)
-    assert EXERCISES["attention_flops"].reference(40, 16, 3) == attention_flops(40, 16, keys=7)
-
-
-def flops(twice=True, projections=4, products=2, window_keys=lambda w: 2 * w + 1, d_squared_scores=False):
-    def f(n, d, window=None):
-        m = n if window is None else window_keys(window)
-        scores = n * m * d * (d if d_squared_scores else 1)
-        total = projections * n * d * d + products * scores
-        return 2 * total if twice else total
-    return f
+        assert count_flops(lambda: layer(torch.randn(n, 96))) == 2 * n * per_token
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (flops(twice=False), "each multiply-add is 2 FLOPs"),
-    (flops(projections=0), "the four projections are missing"),
-    (flops(projections=3), "(you counted three)"),
-    (flops(products=1), "(you counted one)"),
-    (flops(d_squared_scores=True), "not n m d^2"),
-    (flops(window_keys=lambda w: None), "raised TypeError"),
-    (lambda n, d, window=None: flops()(n, d, None), "not all n"),
-    (flops(window_keys=lambda w: w), "plus the query's own position"),
-    (flops(window_keys=lambda w: w + 1), "that is a causal window"),
-    (flops(window_keys=lambda w: 2 * w), "don't forget the query's own position"),
-    (lambda n, d, window=None: float(flops()(n, d, window)), "return a whole number"),
-    (lambda n, d, window=None: flops()(n, d, window) + 1, "expected"),
+    (lambda d, f: 2 * d, "that is the attention layer alone"),
+    (lambda d, f: f, "the four projections W_Q, W_K, W_V, W_O are per-token work too"),
+    (lambda d, f: 2 * d + f // 2, "the FFN has two products"),
+    (lambda d, f: 3 * d // 2 + f, "there are four projections (W_O too)"),
+    (lambda d, f: 2 * (2 * d + f), "(you counted one)"),
+    (lambda d, f: (2 * d + f) // 2, "(you counted twice that)"),
+    (lambda d, f: 6 * d, "6 d_model holds only when d_ff = 4 d_model; here d_ff = 256"),
+    (lambda d, f: 2 * d + f + 1, "per pair: 2 d_model (Q K^T and A V); measured on seqlab's"),
+    (lambda d, f: str(2 * d + f), "return a number of tokens"),
+    (lambda d, f: None, "return a number of tokens"),
 ])
-def test_attention_flops_hints(wrong, hint):
-    assert hint in failure_message("attention_flops", wrong)
+def test_block_crossover_hints(wrong, hint):
+    text = failure_message("block_crossover", wrong)
+    assert hint in text
+    assert "measured on seqlab's TransformerEncoderLayer(96, 4, 256)" in text or "return a number" in hint
 
 
 def test_the_band_scores_reference_is_sliding_window_attentions_scores():
@@ -88,8 +84,8 @@ def band(scale="sqrt", off="-inf", reverse=False, full=False, causal=False, shif
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (band(scale="none"), "scale the dot products by 1 / sqrt(d)"),
-    (band(scale="d"), "the scale is 1 / sqrt(d), not 1 / d"),
+    (band(scale="none"), "scale the dot products by 1 / sqrt(d_k)"),
+    (band(scale="d"), "the scale is 1 / sqrt(d_k), not 1 / d_k"),
     (band(off="zero"), "must get -inf"),
     (band(reverse=True), "the columns are in reverse order"),
     (band(full=True), "that is the full (n, n) = (4, 4) matrix"),

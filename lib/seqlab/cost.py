@@ -9,7 +9,8 @@ Three kinds of numbers, kept apart on purpose:
   work (softmax, gates' sigmoids, scaling, biases) is not counted.
 - **Measurements that are still deterministic**: :func:`count_flops` (the FLOPs torch's counter
   sees when a function runs), :func:`count_ops` (how many tensor operations it dispatches),
-  :func:`count_recurrent_steps` (how many times a recurrent layer calls
+  :func:`count_bytes` (the bytes those operations read and write, the traffic to memory if no cache
+  helped), :func:`count_recurrent_steps` (how many times a recurrent layer calls
   its step function, each call waiting for the previous one's state) and :class:`SavedTensorMeter`
   / :func:`saved_bytes` (the bytes autograd keeps for the backward pass, read from
   ``torch.autograd.graph.saved_tensors_hooks``: every distinct storage counted once, exactly).
@@ -43,7 +44,7 @@ from torch import Tensor, nn
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}   # gate blocks stacked in W_ih / W_hh (torch's layout)
 
 __all__ = ["GATES", "SavedTensorMeter", "attention_flops", "attention_matrix_bytes", "best_time",
-           "count_flops", "count_ops", "count_recurrent_steps", "cuda_peak_bytes", "decoder_flops", "loglog_slope", "recurrent_flops",
+           "count_bytes", "count_flops", "count_ops", "count_recurrent_steps", "cuda_peak_bytes", "decoder_flops", "loglog_slope", "recurrent_flops",
            "recurrent_step_flops", "saved_bytes", "sequential_steps", "time_interleaved"]
 
 
@@ -96,7 +97,7 @@ def attention_flops(n: int, d: int, *, heads: int = 1, batch: int = 1, keys: int
 
 
 def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int, d_ff: int | None = None,
-                  batch: int = 1) -> int:
+                  batch: int = 1, read_out: str = "all", scores: str = "full") -> int:
     r"""FLOPs of one forward pass of a decoder-only Transformer (a GPT) over ``new`` tokens, ``cached`` earlier ones in its KV cache.
 
     Per layer and new token: the four ``d x d`` attention projections and the feed-forward network's
@@ -106,16 +107,27 @@ def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int,
     output layer, ``d x vocab`` per new token. Generating token ``t`` costs
     ``decoder_flops(t, d=...)`` without a cache (every earlier token re-read) and
     ``decoder_flops(1, t - 1, d=...)`` with one.
+
+    Two other accountings, for other implementations (seqlab's GPT does neither): ``read_out="last"``
+    applies the output layer to the last new token only (what nanoGPT's forward does without targets,
+    since generation uses only that row); ``scores="causal"`` counts only the pairs the causal mask
+    allows, new token ``i`` (1-based) against ``cached + i`` keys (what a causal kernel that skips the
+    masked blocks comes close to): :math:`2 \cdot 2\, d \sum_i (\text{cached} + i)` per layer.
     """
     _positive_int("new", new)
     if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:
         raise ValueError(f"cached must be an int >= 0, got {cached!r}")
     for name, value in (("d", d), ("layers", layers), ("vocab", vocab), ("batch", batch)):
         _positive_int(name, value)
+    if read_out not in ("all", "last"):
+        raise ValueError(f"read_out must be 'all' or 'last', got {read_out!r}")
+    if scores not in ("full", "causal"):
+        raise ValueError(f"scores must be 'full' or 'causal', got {scores!r}")
     d_ff = 4 * d if d_ff is None else _positive_int("d_ff", d_ff)
-    m = cached + new
-    per_layer = 2 * (4 * new * d * d + 2 * new * d * d_ff) + 2 * 2 * new * m * d
-    return batch * (layers * per_layer + 2 * new * d * vocab)
+    pairs = new * (cached + new) if scores == "full" else new * cached + new * (new + 1) // 2   # (query, key) pairs
+    per_layer = 2 * (4 * new * d * d + 2 * new * d * d_ff) + 2 * 2 * pairs * d
+    read = new if read_out == "all" else 1
+    return batch * (layers * per_layer + 2 * read * d * vocab)
 
 
 def attention_matrix_bytes(n: int, *, heads: int = 1, batch: int = 1, keys: int | None = None,
@@ -174,6 +186,40 @@ def count_ops(fn: Callable[[], Any]) -> int:
     with _Counter() as counter:
         fn()
     return counter.calls
+
+
+def count_bytes(fn: Callable[[], Any], *, at_least: int = 0) -> int:
+    """Bytes the operations dispatched while ``fn()`` runs read and write, summed operation by operation.
+
+    Each operation is taken to read every tensor it is given and write every tensor it returns, once:
+    the traffic to memory when no cache keeps anything between operations (caches can only lower it).
+    Views (outputs that share an input's storage: reshapes, transposes) move nothing and are left out.
+    ``at_least`` counts only tensors of at least that many elements (e.g. ``h n^2``: the score-sized ones).
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    def tensors(tree: Any) -> list[Tensor]:
+        return [t for t in tree_flatten(tree)[0] if isinstance(t, Tensor)]
+
+    def size(ts: list[Tensor]) -> int:
+        return sum(t.numel() * t.element_size() for t in ts if t.numel() >= at_least)
+
+    class _Counter(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+            out = func(*args, **(kwargs or {}))
+            ins, outs = tensors((args, kwargs)), tensors(out)
+            read_from = {t.untyped_storage().data_ptr() for t in ins}
+            aliased = any(t.untyped_storage().data_ptr() in read_from for t in outs)
+            if func._schema.is_mutable or not aliased:           # a view moves nothing; an in-place op does
+                self.total += size(ins) + size(outs)
+            return out
+
+    with _Counter() as counter:
+        fn()
+    return counter.total
 
 
 def count_recurrent_steps(layer: nn.Module, *inputs: Any, **kwargs: Any) -> int:

@@ -1,5 +1,6 @@
-"""Notebook 15 — what attention costs: count its FLOPs (full and sliding-window), score a band of keys in O(n w),
-and predict, then measure, how the memory kept for backward grows with the length."""
+"""Notebook 15 — what attention costs: predict the length at which a Transformer block's n^2 products overtake its
+per-token work (measured with torch's FLOP counter), score a band of keys in O(n w), and predict, then measure, how
+the memory kept for backward grows with the length."""
 
 from __future__ import annotations
 
@@ -10,60 +11,79 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.cost import attention_flops, loglog_slope, saved_bytes
+from seqlab.cost import loglog_slope, saved_bytes
 from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
 
 
-# -- 1. FLOPs of multi-head self-attention, full or in a window ---------------------------------------------
-def _attention_flops(n: int, d: int, window: int | None = None) -> int:
-    keys = n if window is None else 2 * window + 1
-    return attention_flops(n, d, keys=keys)          # 2 * (4 n d^2 + 2 n m d), m keys per query
+# -- 1. where a whole block's n^2 overtakes its per-token work (measured) ------------------------------------
+@functools.lru_cache(maxsize=16)
+def measure_block_flops(d_model: int, d_ff: int, heads: int = 4) -> tuple[int, int]:
+    """``(per_token, per_pair)``: one seqlab ``TransformerEncoderLayer``'s forward FLOPs are ``per_token * n + per_pair * n^2``.
+
+    Counted by torch's FLOP counter at n = 1, 2 and 3 (the third checks that nothing else grows).
+    """
+    from seqlab.cost import count_flops
+    from seqlab.nn import TransformerEncoderLayer
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        layer = TransformerEncoderLayer(d_model, heads, d_ff, dropout=0.0).eval()
+        xs = {n: torch.randn(n, d_model) for n in (1, 2, 3)}
+    with torch.no_grad():
+        f = {n: count_flops(lambda: layer(xs[n])) for n in (1, 2, 3)}
+    per_pair = (f[2] - 2 * f[1]) // 2
+    per_token = f[1] - per_pair
+    if per_token * 3 + per_pair * 9 != f[3]:
+        raise RuntimeError(f"the block's FLOPs are not a n + b n^2: {f}")
+    return per_token, per_pair
 
 
-def _diagnose_flops(args: tuple, got: Any, expected: int) -> str | None:
-    n, d, window = args
-    if not isinstance(got, int) or isinstance(got, bool):
-        return f"return a whole number (an int), not a {type(got).__name__}."
-    m = n if window is None else 2 * window + 1
+def _block_crossover(d_model: int, d_ff: int) -> int:
+    per_token, per_pair = measure_block_flops(d_model, d_ff)     # 2 (4 d^2 + 2 d d_ff) and 2 * 2 d
+    return per_token // per_pair                                 # = 2 d_model + d_ff
+
+
+def _diagnose_crossover(args: tuple, got: Any, expected: int) -> str | None:
+    d, f = args
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return f"return a number of tokens (an int), not a {type(got).__name__}."
+    per_token, per_pair = measure_block_flops(d, f)
+    measured = (f"measured on seqlab's TransformerEncoderLayer({d}, 4, {f}): {per_token:,} FLOPs per token and "
+                f"{per_pair:,} per (query, key) pair, equal at n = {per_token:,} / {per_pair:,} = {expected:,}")
     known = [
-        (expected // 2, "each multiply-add is 2 FLOPs (a multiply and an add): double your count."),
-        (2 * 2 * n * m * d, "the four projections are missing: Q, K, V and the output W^O cost 4 n d^2 multiply-adds."),
-        (2 * (3 * n * d * d + 2 * n * m * d), "multi-head attention has four d x d projections: W^Q, W^K, W^V and "
-                                              "the output W^O (you counted three)."),
-        (2 * (4 * n * d * d + n * m * d), "two products use the weights: the scores Q K^T and the weighted sum A V, "
-                                          "n m d multiply-adds each (you counted one)."),
-        (2 * (4 * n * d * d + 2 * n * m * d * d), "the scores cost n m d multiply-adds (m keys, d numbers each), not "
-                                                  "n m d^2."),
+        (2 * d, "that is the attention layer alone (section 1: n = 2 d_model); a block also runs every token "
+                "through the FFN, 2 d_model d_ff multiply-adds more per token"),
+        (f, "the four projections W_Q, W_K, W_V, W_O are per-token work too: 4 d_model^2 multiply-adds per token"),
+        (2 * d + f // 2, "the FFN has two products, d_model -> d_ff and d_ff -> d_model: 2 d_model d_ff "
+                         "multiply-adds per token"),
+        (3 * d // 2 + f, "there are four projections (W_O too), 4 d_model^2 multiply-adds per token"),
+        (2 * (2 * d + f), "the n^2 part is two products, Q K^T and A V, n^2 d_model multiply-adds each "
+                          "(you counted one)"),
+        ((2 * d + f) // 2, "Q K^T and A V cost n^2 d_model multiply-adds each, 2 n^2 d_model in all "
+                           "(you counted twice that)"),
+        (6 * d, f"6 d_model holds only when d_ff = 4 d_model; here d_ff = {f}: use it"),
     ]
-    if window is not None:
-        known += [
-            (_attention_flops(n, d), "with a window each query is scored against 2 * window + 1 keys, not all n."),
-            (attention_flops(n, d, keys=window), "the window reaches `window` keys on each side, plus the query's "
-                                                 "own position: 2 * window + 1 keys."),
-            (attention_flops(n, d, keys=window + 1), "that is a causal window (window + 1 keys); this one is "
-                                                     "symmetric: 2 * window + 1 keys."),
-            (attention_flops(n, d, keys=2 * window), "don't forget the query's own position: 2 * window + 1 keys."),
-        ]
     for wrong, message in known:
         if got == wrong and got != expected:
-            return f"you have {got:,}, expected {expected:,}: {message}"
-    return (f"you have {got:,}, expected {expected:,} (ratio {got / expected:.3g}). Count 4 n d^2 for the "
-            f"projections and 2 n m d for Q K^T and A V, 2 FLOPs per multiply-add.")
+            return f"you have {got:,}, expected {expected:,}: {message} ({measured})."
+    return (f"you have {got:,}, expected {expected:,}. Per token: 4 d_model^2 (projections) + 2 d_model d_ff (FFN) "
+            f"multiply-adds; per pair: 2 d_model (Q K^T and A V); {measured}.")
 
 
 register(Exercise(
-    name="attention_flops",
-    signature="attention_flops(n: int, d: int, window: int | None = None) -> int, the FLOPs of multi-head "
-              "self-attention over one sequence of n tokens of width d (2 per multiply-add); with a window, "
-              "each query reads only the keys i - window .. i + window",
-    reference=_attention_flops,
-    cases=[Case((1024, 64, None), "full attention, n = 1024, d = 64"),
-           Case((1024, 64, 16), "a window of 16 on each side, n = 1024, d = 64"),
-           Case((4096, 512, None), "full attention, n = 4096, d = 512"),
-           Case((100, 8, 3), "a window of 3, n = 100, d = 8")],
-    hint="m = n if window is None else 2 * window + 1; return 2 * (4 * n * d * d + 2 * n * m * d).",
-    diagnose=_diagnose_flops,
-    same=lambda got, expected: isinstance(got, int) and not isinstance(got, bool) and got == expected,
+    name="block_crossover",
+    signature="block_crossover(d_model: int, d_ff: int) -> int: the length n at which one Transformer block's "
+              "n^2 products (Q K^T and A V) cost as many FLOPs as its per-token work (the four projections "
+              "and the FFN) together",
+    reference=_block_crossover,
+    cases=[Case((96, 256), "d_model = 96, d_ff = 256"),           # first: every wrong count above differs here
+           Case((128, 512), "the baby GPT's block: d_model = 128, d_ff = 512"),
+           Case((512, 2048), "the Transformer base: d_model = 512, d_ff = 2048")],
+    hint="per token 4 d_model^2 + 2 d_model d_ff multiply-adds, per (query, key) pair 2 d_model: "
+         "n^2 * 2 d_model = n * (4 d_model^2 + 2 d_model d_ff).",
+    diagnose=_diagnose_crossover,
+    same=lambda got, expected: (isinstance(got, (int, float)) and not isinstance(got, bool)
+                                and abs(got - expected) < 0.5),
 ))
 
 
@@ -98,8 +118,8 @@ def _diagnose_band(args: tuple, got: Any, expected: Tensor) -> str | None:
         return "your scores contain NaN: keys off the ends of the sequence get -inf, not 0 * inf or inf - inf."
     exists = torch.isfinite(expected)
     mistakes = [
-        (expected * math.sqrt(d), "scale the dot products by 1 / sqrt(d), as full attention does."),
-        (expected * math.sqrt(d) / d, "the scale is 1 / sqrt(d), not 1 / d."),
+        (expected * math.sqrt(d), "scale the dot products by 1 / sqrt(d_k), as full attention does."),
+        (expected * math.sqrt(d) / d, "the scale is 1 / sqrt(d_k), not 1 / d_k."),
         (expected.masked_fill(~exists, 0.0), "keys off the ends of the sequence must get -inf (weight 0 after the "
                                              "softmax), not 0: a score of 0 still gets weight."),
         (expected.flip(-1), "the columns are in reverse order: column c holds the key at offset c - window "
@@ -118,15 +138,15 @@ def _diagnose_band(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="band_scores",
-    signature="band_scores(q: Tensor (n, d), k: Tensor (n, d), window: int) -> Tensor (n, 2 * window + 1): "
-              "entry (i, c) is q_i . k_j / sqrt(d) for the key j = i + c - window, -inf where j is outside 0..n-1",
+    signature="band_scores(q: Tensor (n, d_k), k: Tensor (n, d_k), window: int) -> Tensor (n, 2 * window + 1): "
+              "entry (i, c) is q_i . k_j / sqrt(d_k) for the key j = i + c - window, -inf where j is outside 0..n-1",
     reference=_band_scores,
     cases=[Case((torch.eye(4, dtype=torch.float64), torch.eye(4, dtype=torch.float64), 1),
                 "q = k = the 4 x 4 identity, window 1: 0.5 (= 1 / sqrt(4)) in the middle column, 0 beside, -inf off the ends"),
            Case((randn64(7, 4, seed=0), randn64(7, 4, seed=1), 2), "7 random tokens, d = 4, window 2"),
            Case((randn64(5, 3, seed=2), randn64(5, 3, seed=3), 0), "window 0: each query reads only itself"),
            Case((randn64(3, 2, seed=4), randn64(3, 2, seed=5), 4), "a window wider than the sequence")],
-    hint="for each offset o in -window..window: scores[i, o + window] = q[i] . k[i + o] / sqrt(d) where "
+    hint="for each offset o in -window..window: scores[i, o + window] = q[i] . k[i + o] / sqrt(d_k) where "
          "0 <= i + o < n, else -inf.",
     diagnose=_diagnose_band,
     same=_close,
@@ -208,7 +228,7 @@ register(Exercise(
               "your prediction of each log-log slope of the memory kept for backward against n "
               f"(measured at n = {', '.join(map(str, MEMORY_LENGTHS))}; within ±{SLOPE_TOLERANCE} passes)",
     reference=measure_memory_slopes,
-    cases=[Case((), f"measured at n = {', '.join(map(str, MEMORY_LENGTHS))}, d = 32, 4 heads, window 16")],
+    cases=[Case((), f"measured at n = {', '.join(map(str, MEMORY_LENGTHS))}, d_model = 32, 4 heads, window 16")],
     hint="memory proportional to n^k is a line of slope k on a log-log plot: which layers keep an n x n matrix?",
     diagnose=_diagnose_slopes,
     same=_same_slopes,
