@@ -8,54 +8,109 @@ import pytest
 import torch
 
 from seqlab.exercises import EXERCISES, check
-from seqlab.exercises.nb11_positional import _table_variant, measure_alibi_self_weight
-from seqlab.nn.positional import ALiBi, rotate_pairs, sinusoidal_table
+from seqlab.exercises import nb11_positional as nb11
+from seqlab.exercises.nb11_positional import ROPE_MISTAKES, _rope_head_variant, measure_alibi_self_weight
+from seqlab.nn.attention import attend
+from seqlab.nn.positional import ALiBi, RotaryPositionalEncoding, rotate_pairs, frequencies, sinusoidal_table
 
 from exercise_helpers import failure_message
 
 
 def test_references_pass_and_agree_with_seqlab():
-    for name in ("sinusoidal_table", "rotate_pair", "predict_alibi_self_weight"):
+    for name in ("rope_head", "predict_slowest_wavelength", "predict_alibi_self_weight", "predict_extrapolation"):
         assert check(name, EXERCISES[name].reference)
-    for length, d in [(4, 4), (50, 32)]:
-        assert torch.allclose(EXERCISES["sinusoidal_table"].reference(length, d),
-                              sinusoidal_table(length, d, dtype=torch.float64))
-    x = torch.tensor([0.3, -1.2], dtype=torch.float64)
-    assert torch.allclose(EXERCISES["rotate_pair"].reference(x, 5, 0.2),
-                          rotate_pairs(x[None], torch.tensor([5]), torch.tensor([0.2]))[0])
+    # rope_head is seqlab's RoPE inside seqlab's attention
+    x, W_Q, W_K, W_V, start = EXERCISES["rope_head"].cases[1].args
+    q, k, v = x @ W_Q, x @ W_K, x @ W_V
+    positions = torch.arange(start, start + x.shape[0])
+    theta = frequencies(W_Q.shape[1])
+    z, _ = attend(rotate_pairs(q, positions, theta), rotate_pairs(k, positions, theta), v)
+    assert torch.allclose(EXERCISES["rope_head"].reference(x, W_Q, W_K, W_V), z, atol=1e-12)
+    rope = RotaryPositionalEncoding(W_Q.shape[1])
+    q_rot, k_rot = rope.rotate(q[None, None], k[None, None])
+    assert torch.allclose(q_rot[0, 0], rotate_pairs(q, positions, theta), atol=1e-12)
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda L, d: _table_variant(L, d, swap=True), "sine and cosine are swapped"),
-    (lambda L, d: _table_variant(L, d, halves=True), "all the sines first"),
-    (lambda L, d: _table_variant(L, d, exponent=lambda j: j), "share ONE frequency"),
-    (lambda L, d: _table_variant(L, d, exponent=lambda j: 2 * j), "not 2j"),
-    (lambda L, d: _table_variant(L, d, start=1), "positions start at 0"),
-    (lambda L, d: _table_variant(L, d)[:, : d // 2], "should have shape (4, 4), got (4, 2)"),
-    (lambda L, d: _table_variant(L, d).tolist(), "return a torch.Tensor"),
-    (lambda L, d: _table_variant(L, d) * 1.5, "the first difference is at index (0, 1): 1.5 instead of 1"),
+def test_rope_head_depends_on_offsets_only():
+    """The property the exercise is about: the same tokens moved 1000 positions on give the same output."""
+    x, W_Q, W_K, W_V, _ = EXERCISES["rope_head"].cases[1].args
+    ref = EXERCISES["rope_head"].reference
+    assert torch.allclose(ref(x, W_Q, W_K, W_V, 0), ref(x, W_Q, W_K, W_V, 1000), atol=1e-10)
+    # sinusoids added to x do not have it
+    moved = _rope_head_variant(x, W_Q, W_K, W_V, 1000, add_positions=True, rotate=())
+    assert not torch.allclose(_rope_head_variant(x, W_Q, W_K, W_V, 0, add_positions=True, rotate=()), moved, atol=1e-3)
+
+
+def _variant(options):
+    return lambda x, W_Q, W_K, W_V, start=0: _rope_head_variant(x, W_Q, W_K, W_V, start, **options)
+
+
+@pytest.mark.parametrize("options, hint", [
+    (dict(rotate=()), "no rotation at all"),
+    (dict(rotate=("q", "k", "v")), "you rotated v too"),
+    (dict(rotate=("q",)), "you rotated q only"),
+    (dict(rotate=("k",)), "you rotated k only"),
+    (dict(sign=-1.0), "the angle has the wrong sign"),
+    (dict(layout="halves"), "with l + d_k/2"),
+    (dict(layout="neighbours"), "with l + 1"),
+    (dict(layout="neighbours-in-place"), "with l + 1"),
+    (dict(exponent=lambda l, d: 10000.0 ** (2 * l / d)), "the base is on the wrong side"),
+    (dict(exponent=lambda l, d: l / (10000.0 ** 2 * d)), "check the brackets"),
+    (dict(exponent=lambda l, d: 1 / (10000.0 ** (2 * l) * d)), "divides by d_k outside the power"),
+    (dict(exponent=lambda l, d: 10000.0 ** (-l / d)), "you left out the 2"),
+    (dict(exponent=lambda l, d: 10000.0 ** (-4 * l / d)), "the dimension index 2l"),
+    (dict(scale=False), "divide the scores by sqrt(d_k)"),
+    (dict(add_positions=True, rotate=()), "you added sinusoidal positions to x"),
 ])
-def test_sinusoidal_table_hints(wrong, hint):
-    assert hint in failure_message("sinusoidal_table", wrong)
+def test_rope_head_hints(options, hint):
+    assert hint in failure_message("rope_head", _variant(options))
 
 
-def _rotation(sign=1, use_pos=True, swap=False, degrees=False, scale=1.0):
-    def f(x, pos, theta):
-        a = sign * (pos if use_pos else 1) * (math.degrees(theta) if degrees else theta)
-        out = torch.stack((x[0] * math.cos(a) - x[1] * math.sin(a), x[0] * math.sin(a) + x[1] * math.cos(a))) * scale
-        return out[[1, 0]] if swap else out
-    return f
+def test_every_rope_mistake_is_told_apart_from_the_others_and_from_the_reference():
+    x, W_Q, W_K, W_V, start = EXERCISES["rope_head"].cases[0].args
+    outputs = [_rope_head_variant(x, W_Q, W_K, W_V, start, **options) for options, _ in ROPE_MISTAKES]
+    reference = EXERCISES["rope_head"].reference(x, W_Q, W_K, W_V, start)
+    for i, (out, (_, message)) in enumerate(zip(outputs, ROPE_MISTAKES)):
+        assert not torch.allclose(out, reference, atol=1e-6), message
+        for j in range(i):
+            if ROPE_MISTAKES[j][1] != message:
+                assert not torch.allclose(out, outputs[j], atol=1e-6), (message, ROPE_MISTAKES[j][1])
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (_rotation(sign=-1), "clockwise"),
-    (_rotation(use_pos=False), "the angle is pos · theta"),
-    (_rotation(swap=True), "components are swapped"),
-    (_rotation(degrees=True), "radians"),
-    (_rotation(scale=2.0), "a rotation keeps the length"),
+def test_rope_head_other_wrong_answers():
+    def weights_only(x, W_Q, W_K, W_V, start=0):
+        q, k = x @ W_Q, x @ W_K
+        return torch.softmax(q @ k.T, dim=-1)
+    assert "you returned the attention weights" in failure_message("rope_head", weights_only)
+    assert "return a torch.Tensor" in failure_message("rope_head", lambda *a, **k: [0.0])
+    assert "should have shape (5, 4)" in failure_message("rope_head", lambda x, *a, **k: torch.zeros(5, 3))
+    assert "first difference" in failure_message("rope_head", lambda x, W_Q, W_K, W_V, start=0: _variant({})(x, W_Q, W_K, W_V) + 1)
+
+
+def test_wavelength_is_measured_on_the_table():
+    measured = nb11.measure_slowest_wavelength()
+    assert measured == pytest.approx(2 * math.pi * 100 ** (62 / 64), rel=1e-6)
+    assert nb11.measure_slowest_wavelength(base=10000.0, length=200_000) == pytest.approx(
+        2 * math.pi / frequencies(64)[-1].item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("prediction, hint", [
+    (2 * math.pi * 10000 ** (62 / 64), "slowest wavelength with base 10000"),
+    (2 * math.pi * 100, "which does not exist"),
+    (100 ** (62 / 64), "a wavelength is 2 pi / omega"),
+    (2 * math.pi * 100 ** (31 / 64), "not i/d_model"),
+    (2 * math.pi * 10000 ** (62 / 64) / 100, "do not shrink in proportion to the base"),
+    (2000.0, "measured 544.1 positions, you predicted 2000.0"),
+    ("544", "as a number of positions"),
+    (True, "as a number of positions"),
 ])
-def test_rotate_pair_hints(wrong, hint):
-    assert hint in failure_message("rotate_pair", wrong)
+def test_wavelength_prediction_hints(prediction, hint):
+    assert hint in failure_message("predict_slowest_wavelength", lambda: prediction)
+
+
+def test_wavelength_prediction_accepts_three_percent():
+    assert check("predict_slowest_wavelength", lambda: 544) and check("predict_slowest_wavelength", lambda: 530.0)
+    assert not check("predict_slowest_wavelength", lambda: 520.0)
 
 
 def test_the_prediction_is_judged_against_the_measurement():
@@ -71,3 +126,41 @@ def test_the_prediction_is_judged_against_the_measurement():
     assert "between 0 and 1" in failure_message("predict_alibi_self_weight", lambda: 1.5)
     assert "as a number" in failure_message("predict_alibi_self_weight", lambda: "0.4")
     assert "as a number" in failure_message("predict_alibi_self_weight", lambda: True)
+
+
+@pytest.fixture
+def measured_extrapolation():
+    nb11.record_extrapolation({"none": 0.43, "sinusoidal": 0.32, "learned": 0.31, "rope": 0.65, "alibi": 0.98})
+    yield
+    nb11.EXTRAPOLATION._value = None          # other tests see the state of a fresh session
+
+
+def test_extrapolation_accepts_the_measured_set(measured_extrapolation):
+    assert check("predict_extrapolation", lambda: {"alibi"})
+    assert check("predict_extrapolation", lambda: ["ALiBi"])
+
+
+@pytest.mark.parametrize("prediction, hints", [
+    ({"alibi", "rope"}, ["rope falls below 0.9 (measured 0.65)", "four times the largest offset"]),
+    ({"alibi", "sinusoidal"}, ["sinusoidal falls below 0.9 (measured 0.32)", "section 3.5"]),
+    ({"alibi", "learned"}, ["learned falls below", "never received a gradient"]),
+    ({"alibi", "none"}, ["none falls below", "1/(i+1)"]),
+    (set(), ["alibi stays above 0.9 (measured 0.98)", "the same at every position"]),
+    ({"rope", "sinusoidal"}, ["sinusoidal falls below", "rope falls below", "alibi stays above"]),
+    ({"alibi", "nope"}, ["unknown name(s) ['nope']"]),
+    ("alibi", ["put a set of names"]),
+    (None, ["put a set of names"]),
+])
+def test_extrapolation_hints(measured_extrapolation, prediction, hints):
+    message = failure_message("predict_extrapolation", lambda: prediction)
+    for hint in hints:
+        assert hint in message
+
+
+def test_extrapolation_before_the_measurement_says_what_to_run():
+    assert "nothing measured yet: run section 9's training cell" in failure_message("predict_extrapolation", lambda: {"alibi"})
+
+
+def test_record_extrapolation_wants_every_encoding():
+    with pytest.raises(ValueError, match="one accuracy per encoding"):
+        nb11.record_extrapolation({"rope": 0.5})

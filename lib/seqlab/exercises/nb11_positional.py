@@ -1,4 +1,5 @@
-"""Notebook 11 — positional encodings: the sinusoidal table, RoPE for one pair, and a prediction about ALiBi."""
+"""Notebook 11 — positional encodings: add RoPE to a head, change the base of the sinusoids, predict an ALiBi head's
+weight, and predict which encodings work on sequences four times longer than any seen in training."""
 
 from __future__ import annotations
 
@@ -8,110 +9,194 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import Case, Exercise, Measurement, first_difference, randn64, register, tensor_hint, tensors_close
 
 
 def _close(a: Any, b: Tensor) -> bool:
     return tensors_close(a, b, atol=1e-9)
 
 
-# -- 1. the sinusoidal table ------------------------------------------------------------------------
-def _sinusoidal_table(length: int, d_model: int) -> Tensor:
-    pos = torch.arange(length, dtype=torch.float64)[:, None]                  # (length, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)[None, :]         # (1, d/2)
-    angle = pos / 10000 ** (two_i / d_model)                                  # (length, d/2)
-    pe = torch.zeros(length, d_model, dtype=torch.float64)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
-    return pe
+# -- 1. add RoPE to a head --------------------------------------------------------------------------
+ROPE_BASE = 10000.0
 
 
-def _table_variant(length: int, d_model: int, *, swap=False, halves=False, exponent=None, start=0) -> Tensor:
-    pos = torch.arange(start, start + length, dtype=torch.float64)[:, None]
-    j = torch.arange(d_model, dtype=torch.float64)[None, :]                   # every column's own index
-    two_i = (j // 2) * 2 if exponent is None else exponent(j)
-    angle = pos / 10000 ** (two_i / d_model)                                  # (length, d)
-    first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
-    if halves:
-        half = angle[:, 0::2]
-        return torch.cat([first(half), second(half)], dim=1)
-    return torch.where(j % 2 == 0, first(angle), second(angle))
+def _rope_angles(n: int, d_k: int, start: int, *, exponent=None, sign: float = 1.0) -> Tensor:
+    """``(n, d_k/2)``: the angle pos * theta_l of pair l at positions start .. start + n - 1."""
+    pos = torch.arange(start, start + n, dtype=torch.float64)[:, None]               # (n, 1)
+    l = torch.arange(d_k // 2, dtype=torch.float64)[None, :]                         # (1, d_k/2): the pair index
+    theta = exponent(l, d_k) if exponent is not None else ROPE_BASE ** (-2 * l / d_k)
+    return sign * pos * theta                                                        # (n, d_k/2)
 
 
-def _diagnose_table(args: tuple, got: Any, expected: Tensor) -> str | None:
+def _rotate(t: Tensor, angle: Tensor, layout: str = "interleaved") -> Tensor:
+    """Rotate the rows of ``t`` ``(n, d_k)`` pair by pair; ``layout`` names which dimensions form a pair."""
+    cos, sin = torch.cos(angle), torch.sin(angle)                                    # (n, d_k/2)
+    half = t.shape[1] // 2
+    if layout == "interleaved":                                                      # (2l, 2l+1): RoFormer, Meta's LLaMA
+        even, odd = t[:, 0::2], t[:, 1::2]
+        return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+    if layout == "halves":                                                           # (l, l + d_k/2): GPT-NeoX, HF
+        a, b = t[:, :half], t[:, half:]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+    out = t.clone()                                                                  # (l, l+1): overlapping pairs
+    source = out if layout == "neighbours-in-place" else t
+    for l in range(half):
+        a, b = source[:, l].clone(), source[:, l + 1].clone()
+        out[:, l], out[:, l + 1] = a * cos[:, l] - b * sin[:, l], a * sin[:, l] + b * cos[:, l]
+    return out
+
+
+def _rope_head_variant(x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, start: int = 0, *, rotate=("q", "k"),
+                       layout="interleaved", exponent=None, sign=1.0, scale=True, add_positions=False) -> Tensor:
+    n, d_k = x.shape[0], W_Q.shape[1]
+    if add_positions:                                                                # sinusoids added to x instead
+        from seqlab.nn.positional import sinusoidal_table
+        x = x + sinusoidal_table(n, x.shape[1], offset=start, dtype=x.dtype)
+    q, k, v = x @ W_Q, x @ W_K, x @ W_V                                              # (n, d_k) each
+    angle = _rope_angles(n, d_k, start, exponent=exponent, sign=sign)
+    q = _rotate(q, angle, layout) if "q" in rotate else q
+    k = _rotate(k, angle, layout) if "k" in rotate else k
+    v = _rotate(v, angle, layout) if "v" in rotate else v
+    scores = q @ k.T / (math.sqrt(d_k) if scale else 1.0)                            # (n, n)
+    return torch.softmax(scores, dim=-1) @ v                                         # (n, d_k)
+
+
+def _rope_head(x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, start: int = 0) -> Tensor:
+    return _rope_head_variant(x, W_Q, W_K, W_V, start)
+
+
+ROPE_MISTAKES = [
+    (dict(rotate=()), "no rotation at all: this is notebook 9's head. Rotate q and k, row by row, by their positions "
+                      "(if you did, your angles are next to 0: check the brackets, 10000 ** (-2 * l / d_k), "
+                      "not 10000 ** -2 * l / d_k)."),
+    (dict(rotate=("q", "k", "v")),
+     "you rotated v too. RoPE rotates only the query and the key, so that their dot product (the score) sees the "
+     "offset; the values are averaged as they are."),
+    (dict(rotate=("q",)), "you rotated q only: rotate k too (q_i . k_j then depends on j - i only)."),
+    (dict(rotate=("k",)), "you rotated k only: rotate q too (q_i . k_j then depends on j - i only)."),
+    (dict(sign=-1.0),
+     "the angle has the wrong sign: you rotated clockwise. Pair l of the token at position p turns by +p theta_l: "
+     "(x_2l cos - x_2l+1 sin, x_2l sin + x_2l+1 cos)."),
+    (dict(layout="halves"),
+     "you paired dimension l with l + d_k/2 (GPT-NeoX's and Hugging Face's layout, section 6). Here the pairs are "
+     "neighbours (2l, 2l+1), as in RoFormer and Meta's LLaMA code: x[:, 0::2] with x[:, 1::2]."),
+    (dict(layout="neighbours"),
+     "you paired dimension l with l + 1 (pairs overlap: (0,1), (1,2), ...). Pair l is the two dimensions (2l, 2l+1): "
+     "l = 0 -> (0, 1), l = 1 -> (2, 3)."),
+    (dict(layout="neighbours-in-place"),
+     "you paired dimension l with l + 1 (pairs overlap: (0,1), (1,2), ...). Pair l is the two dimensions (2l, 2l+1): "
+     "l = 0 -> (0, 1), l = 1 -> (2, 3)."),
+    (dict(exponent=lambda l, d: ROPE_BASE ** (2 * l / d)),
+     "the base is on the wrong side: theta_l = 10000^(-2l/d_k) (slower pairs for larger l), you used 10000^(+2l/d_k)."),
+    (dict(exponent=lambda l, d: 1 / (ROPE_BASE ** (2 * l) * d)),
+     "operator precedence: pos / 10000 ** (2 * l) / d_k divides by d_k outside the power; the exponent is "
+     "the whole 2l/d_k: 10000 ** (2 * l / d_k)."),
+    (dict(exponent=lambda l, d: ROPE_BASE ** (-l / d)),
+     "theta_l = 10000^(-2l/d_k) with l the pair index (0 .. d_k/2 - 1); you left out the 2."),
+    (dict(exponent=lambda l, d: ROPE_BASE ** (-4 * l / d)),
+     "theta_l = 10000^(-2l/d_k) with l the PAIR index; you used the dimension index 2l in its place (10000^(-4l/d_k))."),
+    (dict(scale=False), "the rotation is right; divide the scores by sqrt(d_k), as in every head."),
+    (dict(add_positions=True, rotate=()),
+     "you added sinusoidal positions to x (section 2's recipe). RoPE adds nothing: it rotates q and k inside the head."),
+]
+
+
+def _diagnose_rope_head(args: tuple, got: Any, expected: Tensor) -> str | None:
+    x, W_Q, W_K, W_V, start = args
+    if isinstance(got, Tensor) and got.shape == (x.shape[0], x.shape[0]) and got.shape != expected.shape:
+        return "you returned the attention weights (n, n); return the output z = weights @ v, shape (n, d_k)."
     hint = tensor_hint(got, expected)
     if hint:
         return hint
-    length, d_model = args
-    if _close(got, _table_variant(length, d_model, swap=True)):
-        return "sine and cosine are swapped: even columns 2i hold sin, odd columns 2i+1 hold cos."
-    if _close(got, _table_variant(length, d_model, halves=True)):
-        return ("you put all the sines first and all the cosines after; the paper interleaves them: "
-                "column 2i is sin, column 2i+1 its cos, with the same frequency.")
-    if _close(got, _table_variant(length, d_model, exponent=lambda j: j)):
-        return ("columns 2i and 2i+1 share ONE frequency, 1/10000^(2i/d_model); you gave each column j its own "
-                "(10000^(j/d_model)), so the cosine columns are off.")
-    if _close(got, _table_variant(length, d_model, exponent=lambda j: 2 * j)):
-        return "the exponent is 2i/d_model where i is the pair (column // 2), not 2j with j the column itself."
-    if _close(got, _table_variant(length, d_model, start=1)):
-        return "positions start at 0: row 0 is PE(0) = (0, 1, 0, 1, ...)."
+    for options, message in ROPE_MISTAKES:
+        if _close(got, _rope_head_variant(x, W_Q, W_K, W_V, start, **options)):
+            return message
     return first_difference(got, expected) + "."
 
 
+def _head_case(n: int, d_model: int, d_k: int, seed: int, start: int, what: str) -> Case:
+    x = randn64(n, d_model, seed=seed)
+    W_Q, W_K, W_V = (randn64(d_model, d_k, seed=seed + j) for j in (1, 2, 3))
+    return Case((x, W_Q, W_K, W_V, start), what)
+
+
 register(Exercise(
-    name="sinusoidal_table",
-    signature="sinusoidal_table(length: int, d_model: int) -> Tensor (length, d_model), "
-              "PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(...)",
-    reference=_sinusoidal_table,
-    cases=[Case((4, 4), "four positions, d_model = 4"),
-           Case((10, 8), "ten positions, d_model = 8"),
-           Case((50, 32), "fifty positions, d_model = 32"),
-           Case((1, 2), "one position, one pair")],
-    hint="angle = pos / 10000 ** (2i / d_model) for pos in 0..length-1 and i in 0..d_model/2-1; "
-         "sin(angle) into the even columns, cos(angle) into the odd ones.",
-    diagnose=_diagnose_table,
+    name="rope_head",
+    signature="rope_head(x: Tensor (n, d_model), W_Q, W_K, W_V: Tensor (d_model, d_k), start: int = 0) -> Tensor "
+              "(n, d_k): one head, softmax(q~ k~^T / sqrt(d_k)) v, with q and k rotated by RoPE at positions "
+              "start .. start + n - 1 (pairs (2l, 2l+1), theta_l = 10000^(-2l/d_k))",
+    reference=_rope_head,
+    cases=[_head_case(5, 6, 4, 0, 0, "five tokens, d_model = 6, d_k = 4, positions 0 .. 4"),
+           _head_case(6, 8, 8, 10, 0, "six tokens, d_model = d_k = 8, positions 0 .. 5"),
+           _head_case(6, 8, 8, 10, 1000, "the same six tokens at positions 1000 .. 1005: the same output")],
+    hint="q, k, v = x @ W_Q, x @ W_K, x @ W_V; angle[p, l] = (start + p) * 10000 ** (-2 * l / d_k); rotate each "
+         "pair (2l, 2l+1) of q and of k by its angle; then softmax(q @ k.T / sqrt(d_k)) @ v.",
+    diagnose=_diagnose_rope_head,
     same=_close,
 ))
 
 
-# -- 2. RoPE for one pair: a 2-D rotation --------------------------------------------------------------
-def _rotate_pair(x: Tensor, pos: int, theta: float) -> Tensor:
-    angle = pos * theta
-    c, s = math.cos(angle), math.sin(angle)
-    return torch.stack((x[0] * c - x[1] * s, x[0] * s + x[1] * c))
+# -- 2. change the base: predict, then measure the slowest wavelength ----------------------------------
+BASE_D_MODEL, NEW_BASE = 64, 100.0
+WAVELENGTH_TOLERANCE = 0.03          # 3 % of the measured wavelength
 
 
-def _diagnose_rotation(args: tuple, got: Any, expected: Tensor) -> str | None:
-    hint = tensor_hint(got, expected)
-    if hint:
-        return hint
-    x, pos, theta = args
-    if _close(got, _rotate_pair(x, -pos, theta)):
-        return ("you rotated clockwise (by -pos·theta): the first output is x0 cos - x1 sin, "
-                "the second x0 sin + x1 cos.")
-    if pos != 1 and _close(got, _rotate_pair(x, 1, theta)):
-        return "the angle is pos · theta: a token at position pos turns pos times as far as one at position 1."
-    if _close(got, _rotate_pair(x, 1, pos * theta)[[1, 0]]):
-        return "the two components are swapped: return (x0', x1') in that order."
-    if _close(got, _rotate_pair(x, pos, math.degrees(theta))):
-        return "torch.cos and torch.sin take radians; theta is already in radians."
-    if isinstance(got, Tensor) and got.numel() == 2 and abs(got.norm().item() - x.norm().item()) > 1e-6:
-        return (f"a rotation keeps the length: |x| = {x.norm().item():.4g}, your result has length "
-                f"{got.norm().item():.4g}. Use cos and sin of the same angle.")
-    return first_difference(got, expected) + "."
+def measure_slowest_wavelength(d_model: int = BASE_D_MODEL, base: float = NEW_BASE, length: int = 6000) -> float:
+    """The period, in positions, of the slowest pair's sine column of the sinusoidal table: the mean distance
+    between its upward zero crossings (linearly interpolated) over ``length`` positions."""
+    from seqlab.nn.positional import sinusoidal_table
+
+    s = sinusoidal_table(length, d_model, base=base, dtype=torch.float64)[:, d_model - 2]   # sin(pos omega_last)
+    up = torch.nonzero((s[:-1] < 0) & (s[1:] >= 0)).flatten()                              # sign changes - to +
+    crossings = up.to(torch.float64) + s[up] / (s[up] - s[up + 1])                          # interpolated
+    if len(crossings) < 2:
+        raise ValueError(f"fewer than two periods in {length} positions: measure over a longer table")
+    return float((crossings[-1] - crossings[0]) / (len(crossings) - 1))
+
+
+def _predict_wavelength() -> float:
+    return measure_slowest_wavelength()
+
+
+def _same_wavelength(got: Any, expected: float) -> bool:
+    return (isinstance(got, (int, float)) and not isinstance(got, bool)
+            and abs(float(got) - expected) <= WAVELENGTH_TOLERANCE * expected)
+
+
+def _diagnose_wavelength(args: tuple, got: Any, expected: float) -> str | None:
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return f"put your prediction as a number of positions (e.g. 1234.5), not a {type(got).__name__}."
+    got, d, b = float(got), BASE_D_MODEL, NEW_BASE
+    last = d // 2 - 1
+    near = lambda value: value > 0 and abs(got - value) <= 0.03 * value   # noqa: E731
+    if near(2 * math.pi * 10000 ** (2 * last / d)):
+        return (f"that is the slowest wavelength with base 10000 (section 2). With base {b:g} it is "
+                f"2 pi * {b:g}^(2i/d_model) for the last pair i = {last}.")
+    if near(2 * math.pi * b):
+        return (f"2 pi * {b:g} would be the wavelength of a pair i = d_model/2 = {d // 2}, which does not exist: "
+                f"the pairs run i = 0 .. {last}, so the slowest has exponent 2*{last}/{d} (the slip in OSU's "
+                f"omega_1 .. omega_d/2, section 2).")
+    if near(b ** (2 * last / d)):
+        return f"that is 1/omega, in radians per position; a wavelength is 2 pi / omega positions."
+    if near(2 * math.pi * b ** (last / d)):
+        return f"the exponent is 2i/d_model, not i/d_model: the slowest pair has exponent 2*{last}/{d}."
+    if near(2 * math.pi * 10000 ** (2 * last / d) / (10000 / b)):
+        return (f"the wavelengths do not shrink in proportion to the base: each is 2 pi * base^(2i/d_model), so "
+                f"dividing the base by {10000 / b:g} divides the slowest one by {(10000 / b) ** (2 * last / d):.1f}.")
+    return (f"measured {expected:.1f} positions, you predicted {got:.1f}: the slowest pair (i = {last}) has "
+            f"omega = {b:g}^(-2*{last}/{d}) and wavelength 2 pi / omega.")
 
 
 register(Exercise(
-    name="rotate_pair",
-    signature="rotate_pair(x: Tensor (2,), pos: int, theta: float) -> Tensor (2,), "
-              "x rotated counter-clockwise by the angle pos * theta",
-    reference=_rotate_pair,
-    cases=[Case((torch.tensor([1.0, 0.0], dtype=torch.float64), 1, math.pi / 2), "(1, 0) by 90 degrees"),
-           Case((torch.tensor([1.0, 0.0], dtype=torch.float64), 3, 0.5), "(1, 0) at position 3, theta = 0.5"),
-           Case((randn64(2, seed=0), 7, 0.1), "a random pair at position 7, theta = 0.1"),
-           Case((randn64(2, seed=1), 0, 1.0), "position 0: no rotation")],
-    hint="with a = pos * theta: (x0 cos a - x1 sin a, x0 sin a + x1 cos a).",
-    diagnose=_diagnose_rotation,
-    same=_close,
+    name="predict_slowest_wavelength",
+    signature=f"predict_slowest_wavelength() -> float: the wavelength (in positions) of the slowest pair of the "
+              f"sinusoidal table with d_model = {BASE_D_MODEL} and base {NEW_BASE:g} instead of 10000 (checked "
+              f"against a measurement on the table, within {WAVELENGTH_TOLERANCE:.0%})",
+    reference=_predict_wavelength,
+    cases=[Case((), f"d_model = {BASE_D_MODEL}, base {NEW_BASE:g}: the period of the last pair's sine column")],
+    hint="the last pair is i = d_model/2 - 1; its frequency is base^(-2i/d_model); its wavelength 2 pi / omega.",
+    diagnose=_diagnose_wavelength,
+    same=_same_wavelength,
 ))
 
 
@@ -169,4 +254,82 @@ register(Exercise(
     hint="weights proportional to e^(-d/2) for d = 0..7 steps back; the token itself is d = 0.",
     diagnose=_diagnose_prediction,
     same=_same_prediction,
+))
+
+
+# -- 4. predict, then measure (section 9): which encodings still work at four times the training length? ----
+EXTRAPOLATION = Measurement("the accuracy at length 64 of each encoding", "section 9's training cell")
+ENCODING_NAMES = ("none", "sinusoidal", "learned", "rope", "alibi")
+WORKS = 0.9                        # "still works": accuracy above 0.9 on sequences of 64 (mean of positions and seeds)
+
+
+def record_extrapolation(accuracy_at_64: dict[str, float]) -> None:
+    """The notebook's measurement: each encoding's accuracy on sequences of 64 tokens (0..1)."""
+    if set(accuracy_at_64) != set(ENCODING_NAMES):
+        raise ValueError(f"record one accuracy per encoding: {', '.join(ENCODING_NAMES)}")
+    EXTRAPOLATION.record({name: float(acc) for name, acc in accuracy_at_64.items()})
+
+
+def _predict_extrapolation() -> set[str] | None:
+    measured = EXTRAPOLATION._value
+    return None if measured is None else {name for name, acc in measured.items() if acc > WORKS}
+
+
+def _as_names(got: Any) -> set[str] | None:
+    if isinstance(got, str) or not isinstance(got, (set, frozenset, list, tuple)):
+        return None
+    if not all(isinstance(name, str) for name in got):
+        return None
+    return {name.lower() for name in got}
+
+
+def _same_extrapolation(got: Any, expected: set[str] | None) -> bool:
+    if expected is None:                    # nothing measured (the test suite runs the reference alone)
+        return got is None
+    return _as_names(got) == expected
+
+
+_WHY = {
+    ("rope", True): "RoPE is relative, yet at length 64 a query meets offsets up to 63, four times the largest offset "
+                    "seen in training (15): rotations the model never saw",
+    ("sinusoidal", True): "the Transformer paper hoped sinusoids would extrapolate (Vaswani et al. 2017, section 3.5), "
+                          "but the model never learned what the vectors of positions 16-63 mean",
+    ("learned", True): "the learned rows 16-63 never received a gradient: they are still random",
+    ("none", True): "NoPE's position signal is the causal count 1/(i+1), whose values crowd together as i grows",
+    ("alibi", False): "ALiBi's only positional signal, a penalty on the offset, is the same at every position, and it "
+                      "keeps far keys quiet",
+}
+
+
+def _diagnose_extrapolation(args: tuple, got: Any, expected: set[str] | None) -> str | None:
+    if expected is None:
+        return f"nothing measured yet: run {EXTRAPOLATION.where}, then check your prediction again."
+    names = _as_names(got)
+    if names is None:
+        return ("put a set of names in my_extrapolation, e.g. {'sinusoidal', 'rope'} (an empty set() if you expect none); "
+                f"the names: {', '.join(ENCODING_NAMES)}.")
+    unknown = sorted(names - set(ENCODING_NAMES))
+    if unknown:
+        return f"unknown name(s) {unknown}: the encodings are {', '.join(ENCODING_NAMES)}."
+    measured = EXTRAPOLATION.get()
+    wrong = [name for name in ENCODING_NAMES if (name in names) != (name in expected)]
+    notes = []
+    for name in wrong:
+        predicted_works = name in names
+        why = _WHY.get((name, predicted_works))
+        verdict = "stays above" if not predicted_works else "falls below"
+        notes.append(f"{name} {verdict} {WORKS:g} (measured {measured[name]:.2f})" + (f": {why}" if why else ""))
+    return "; ".join(notes) + "."
+
+
+register(Exercise(
+    name="predict_extrapolation",
+    signature=f"predict_extrapolation() -> set of names: the encodings ({', '.join(ENCODING_NAMES)}) whose accuracy "
+              f"on sequences of 64 tokens stays above {WORKS:g} after training on 16 (checked against section 9's "
+              f"measurement)",
+    reference=_predict_extrapolation,
+    cases=[Case((), "previous-token task, trained at length 16, tested at 64: the encodings above 0.9")],
+    hint="think about what each encoding gives a position the model never saw in training.",
+    diagnose=_diagnose_extrapolation,
+    same=_same_extrapolation,
 ))
