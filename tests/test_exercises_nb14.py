@@ -15,7 +15,8 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb14")) == {"mask_tokens", "mean_pool", "predict_more_similar"}
+    assert set(exercises_of("nb14")) == {"mask_tokens", "mean_pool", "predict_more_similar", "predict_right_context",
+                                         "bert_attention_mask"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb14").items())
 
 
@@ -115,3 +116,74 @@ def test_the_prediction_is_judged_against_the_measurement():
     assert f"pair A (a negation, same words) {a:.2f}" in text and f"{b:.2f}" in text
     assert "answer with the string 'A' or 'B'" in failure_message("predict_more_similar", lambda: 0.7)
     assert PAIR_A[0] == PAIR_B[0]                               # the two pairs share their first sentence
+
+
+# -- Exercise 1: predict, then measure the right side's worth ---------------------------------------------------
+def test_the_right_context_prediction_is_judged_against_the_measurement():
+    from seqlab.exercises.nb14_bert import RIGHT_CONTEXT, record_right_context
+
+    saved = RIGHT_CONTEXT._value
+    try:
+        RIGHT_CONTEXT._value = None
+        assert "nothing measured yet" in failure_message("predict_right_context", lambda: (0.3, 0.2))
+        record_right_context(0.316, 0.215)
+        assert check("predict_right_context", lambda: (0.30, 0.25))
+        assert "put two shares" in failure_message("predict_right_context", lambda: None)
+        assert "not percentages" in failure_message("predict_right_context", lambda: (32, 21))
+        assert "you gave the right side no worth" in failure_message("predict_right_context", lambda: (0.25, 0.3))
+        assert "fills about a third" in failure_message("predict_right_context", lambda: (0.6, 0.2))
+        assert "little better than character frequencies" in failure_message("predict_right_context",
+                                                                            lambda: (0.32, 0.35 + 0.0))
+        assert "beats character frequencies" in failure_message("predict_right_context", lambda: (0.3, 0.05))
+        assert "measured: both sides 0.32, left side only 0.21" in failure_message("predict_right_context",
+                                                                                  lambda: (0.9, 0.9))
+    finally:
+        RIGHT_CONTEXT._value = saved
+
+
+# -- Exercise 5: BERT's attention mask from padding -------------------------------------------------------------
+def attention(kind):
+    def f(ids, pad_id=0):
+        real = ids != pad_id
+        n = ids.shape[-1]
+        keys, queries = real[:, None, :].expand(-1, n, -1), real[:, :, None].expand(-1, -1, n)
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        return {"inverted": lambda: ~keys, "causal": lambda: keys & causal, "rows": lambda: queries,
+                "rows_and_keys": lambda: queries & keys, "all": lambda: torch.ones_like(keys),
+                "key_mask": lambda: real, "float": lambda: keys.float(),
+                "additive": lambda: torch.zeros(keys.shape).masked_fill(~keys, float("-inf")),
+                "pad_zero": lambda: (ids != 0)[:, None, :].expand(-1, n, -1)}[kind]()
+    return f
+
+
+@pytest.mark.parametrize("kind, hint", [
+    ("inverted", "True must mean 'may attend'"),
+    ("causal", "BERT's attention is not causal"),
+    ("rows", "instead of the padding keys (columns)"),
+    ("rows_and_keys", "padding queries are left with no key at all"),
+    ("all", "padding included"),
+    ("key_mask", "that is the (B, n) mask of real tokens"),
+    ("float", "return booleans"),
+    ("additive", "that is the additive form"),
+    ("pad_zero", "use pad_id (here 7), not a fixed 0"),
+])
+def test_attention_mask_hints(kind, hint):
+    assert hint in failure_message("bert_attention_mask", attention(kind))
+
+
+def test_the_attention_mask_is_what_the_encoder_does_with_padding():
+    # the reference, handed to the layers, gives what BertEncoder gives with its own (B, n) attention mask
+    from seqlab.models.bert import BertConfig, BertEncoder
+
+    torch.manual_seed(0)
+    model = BertEncoder(BertConfig(vocab_size=50, d_model=16, nhead=2, num_layers=2, dim_feedforward=32, max_len=8,
+                                   dropout=0.0, pooler=False)).eval()
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10], [11, 12, 13, 0, 0, 0]])
+    allowed = EXERCISES["bert_attention_mask"].reference(ids)
+    with torch.no_grad():
+        x = model.embed(ids)
+        for layer in model.encoder.layers:
+            x = layer(x, src_mask=(~allowed).repeat_interleave(2, dim=0))
+        expected = model(ids, (ids != 0).long())
+    real = ids != 0
+    assert torch.allclose(x[real], expected[real], atol=1e-6)

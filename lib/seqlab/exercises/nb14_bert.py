@@ -1,5 +1,6 @@
-"""Notebook 14 — BERT: the masking recipe given its random draws, mean pooling over real tokens, and predicting
-which of two sentence pairs the pretrained MiniLM finds more similar."""
+"""Notebook 14 — BERT: predicting what the right side is worth to the MLM, the masking recipe given its random draws,
+mean pooling over real tokens, predicting which of two sentence pairs the pretrained MiniLM finds more similar, and
+BERT's attention mask built from padding."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from torch import Tensor
 
 from seqlab.data.batching import IGNORE_INDEX
 from seqlab.data.masking import apply_masking
-from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint
+from seqlab.exercises._core import Case, Exercise, Measurement, first_difference, randn64, register, tensor_hint
 
 MASK_ID = 9                                  # the cases' [MASK]; ordinary tokens are 0..8
 
@@ -131,8 +132,9 @@ def _diagnose_pool(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="mean_pool",
-    signature="mean_pool(last_hidden_state: (B, n, d), attention_mask: (B, n) 1 at real tokens, 0 at padding) -> "
-              "(B, d): the mean over real tokens, divided by its L2 norm",
+    signature="mean_pool(last_hidden_state: (B, n, d_model), attention_mask: (B, n) 1 at real tokens, 0 at "
+              "padding) -> "
+              "(B, d_model): the mean over real tokens, divided by its L2 norm",
     reference=_mean_pool,
     cases=[Case(_pool_case(0, [5], 5, 4), "one sentence, no padding"),
            Case(_pool_case(2, [6, 3], 6, 4), "two sentences, the second with 3 padding positions"),
@@ -184,4 +186,145 @@ register(Exercise(
     hint="run the model: encoder.encode(list(PAIR_A + PAIR_B)), then the two dot products.",
     diagnose=_diagnose_pair,
     same=lambda got, expected: isinstance(got, str) and got.strip().upper() == expected,
+))
+
+
+# -- 4. predict, then measure: what the right side is worth to the MLM -------------------------------------------
+RIGHT_CONTEXT = Measurement("the MLM's share of blanks filled (both sides, left side only)",
+                            "section 3's cell that fills the held-out blanks")
+RIGHT_TOLERANCE = 0.08            # eight percentage points each
+
+
+def record_right_context(both_sides: float, left_only: float) -> None:
+    """The notebook's measurement: the MLM's share of clean blanks filled with 16 + 15 characters around the blank
+    (both sides) and with the 31 characters before it (left side only), each 0..1."""
+    RIGHT_CONTEXT.record((float(both_sides), float(left_only)))
+
+
+def _predict_right_context() -> tuple[float, float] | None:
+    return RIGHT_CONTEXT._value
+
+
+def _shares_pair(got: Any) -> tuple[float, float] | None:
+    try:
+        a, b = got
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        return float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+
+
+def _same_right_context(got: Any, expected: tuple[float, float] | None) -> bool:
+    if expected is None:                    # nothing measured (the test suite runs the reference alone)
+        return got is None
+    pair = _shares_pair(got)
+    return pair is not None and all(abs(g - e) <= RIGHT_TOLERANCE for g, e in zip(pair, expected))
+
+
+def _diagnose_right_context(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
+    if expected is None:
+        return f"nothing measured yet: run {RIGHT_CONTEXT.where}, then check your prediction again."
+    pair = _shares_pair(got)
+    if pair is None:
+        return "put two shares in my_prediction: (both sides, left side only), e.g. (0.5, 0.5)."
+    if max(pair) > 1 or min(pair) < 0:
+        return f"give shares between 0 and 1 (0.5 for 50%), not percentages: you wrote {pair}."
+    (both, left), (m_both, m_left) = pair, expected
+    told = (f"measured: both sides {m_both:.2f}, left side only {m_left:.2f}; you predicted {both:.2f} and "
+            f"{left:.2f}")
+    advice = []
+    if both <= left < m_both:
+        advice.append("you gave the right side no worth; the same 31 characters of context fill clearly more blanks "
+                      "when 15 of them lie right of the blank: the MLM was trained to read both sides, and the "
+                      "characters just after a blank are as telling as those just before it")
+    else:
+        if abs(both - m_both) > RIGHT_TOLERANCE:
+            advice.append("with both sides the small MLM (400 steps, about 300 targets a step) fills about a third of "
+                          "the blanks" if both > m_both else
+                          "with both sides it does clearly better than character frequencies (0.15)")
+        if abs(left - m_left) > RIGHT_TOLERANCE:
+            advice.append("with the left side only, the MLM does little better than character frequencies (0.15): it "
+                          "was trained on blanks that nearly always had characters on both sides" if left > m_left
+                          else "even with the left side only it beats character frequencies (0.15)")
+    return f"{told}. " + "; ".join(advice) + "." if advice else f"{told}."
+
+
+register(Exercise(
+    name="predict_right_context",
+    signature="(both_sides, left_only): your prediction of the share of clean held-out blanks the MLM fills right "
+              "with 16 characters left and 15 right of the blank, and with the 31 characters before it only "
+              "(checked against the notebook's measurement, +-0.08 each)",
+    reference=_predict_right_context,
+    cases=[Case((), "the MLM's share of blanks filled: both sides, left side only")],
+    hint="both conditions give the MLM 31 clean characters; only where they lie differs.",
+    diagnose=_diagnose_right_context,
+    same=_same_right_context,
+))
+
+
+# -- 5. BERT's attention mask from padding -----------------------------------------------------------------------
+def _bert_attention_mask(input_ids: Tensor, pad_id: int = 0) -> Tensor:
+    real = input_ids != pad_id                                     # (B, n): True at real tokens
+    n = input_ids.shape[-1]
+    return real[:, None, :].expand(-1, n, -1)                      # (B, n, n): query i may read key j iff j is real
+
+
+def _ids_case(seed: int, lengths: list[int], n: int, pad_id: int = 0) -> tuple[Tensor, int]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1000, 3000, (len(lengths), n), generator=g)
+    ids[torch.arange(n)[None, :] >= torch.tensor(lengths)[:, None]] = pad_id
+    return ids, pad_id
+
+
+def _diagnose_attention_mask(args: tuple, got: Any, expected: Tensor) -> str | None:
+    ids, pad_id = args
+    real = ids != pad_id
+    n = ids.shape[-1]
+    if isinstance(got, Tensor) and got.shape == real.shape:
+        return ("that is the (B, n) mask of real tokens; attention needs one row per query: (B, n, n), where "
+                "[b, i, j] says whether query i may read key j (broadcast real[:, None, :]).")
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    if got.dtype != torch.bool:
+        values = sorted({float(v) for v in got.flatten().tolist()})[:3]
+        if any(v == float("-inf") for v in values):
+            return ("that is the additive form (0 where allowed, -inf where blocked); return the boolean form here: "
+                    "True where query i may read key j.")
+        return f"return booleans (True = may attend), not {got.dtype} values {values}."
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    keys = real[:, None, :].expand(-1, n, -1)
+    queries = real[:, :, None].expand(-1, -1, n)
+    if torch.equal(got, ~keys):
+        return ("True must mean 'may attend' (seqlab's convention, and that of scaled_dot_product_attention); you "
+                "set it at the padding. torch.nn.MultiheadAttention's key_padding_mask uses that opposite meaning.")
+    if torch.equal(got, keys & causal) or torch.equal(got, causal.expand_as(got)):
+        return ("BERT's attention is not causal: every token reads the real tokens on its right too. The lower "
+                "triangle is GPT's mask.")
+    if torch.equal(got, queries):
+        return ("you blocked the padding queries (rows) instead of the padding keys (columns): [b, i, j] says whether "
+                "query i may read key j, and what no token may read is a padding key.")
+    if torch.equal(got, queries & keys):
+        return ("padding queries are left with no key at all. BERT blocks only the padding keys: every query, a "
+                "padding one too, reads every real token (the padding positions' outputs are ignored later).")
+    if pad_id != 0 and torch.equal(got, (ids != 0)[:, None, :].expand(-1, n, -1)):
+        return f"use pad_id (here {pad_id}), not a fixed 0, to find the padding."
+    if bool(got.all()):
+        return "every key may be read, padding included: block the keys that are padding (ids equal to pad_id)."
+    return f"{first_difference(got.long(), expected.long())} (1 = may attend)."
+
+
+register(Exercise(
+    name="bert_attention_mask",
+    signature="bert_attention_mask(input_ids: (B, n), pad_id=0) -> (B, n, n) booleans, True where query i may read "
+              "key j: every query reads every real (non-padding) key",
+    reference=_bert_attention_mask,
+    cases=[Case(_ids_case(0, [5, 3], 5), "two sentences of 5 and 3 tokens, padded to 5"),
+           Case(_ids_case(1, [2, 6, 4], 6), "three sentences of 2, 6 and 4 tokens, padded to 6"),
+           Case(_ids_case(2, [4, 1], 4, pad_id=7), "padding id 7 instead of 0")],
+    hint="real = input_ids != pad_id, (B, n); then real[:, None, :].expand(-1, n, -1): the same row for every query.",
+    diagnose=_diagnose_attention_mask,
+    same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape and got.dtype == torch.bool
+    and bool(torch.equal(got, expected)),
 ))
