@@ -39,6 +39,13 @@ the final figure is on all of validation_batches. Every recipe starts from the s
 the other in one process (or, with ``--jobs``, side by side in worker processes, each timing its own
 CPU), so the table's differences are measured in one run.
 
+**Budgets in steps.** A CPU-second buys fewer steps on a busy machine than on a quiet one (other
+programs share the caches and the memory bus), so a CPU-time budget is only comparable between runs
+made on quiet machines. ``--steps N`` fixes the work instead: data/bench/budget-steps/ holds runs whose
+step counts are 300 CPU-seconds' worth of each recipe at the rate its quiet 20-minute record measured
+(steps per CPU-second: LSTM 16.26, GRU 18.92, RNN 52.92, charlm-gpt 24.17), every rate decayed to the
+end of its own budget. Their results do not depend on what else the machine was doing.
+
 ``--out FILE`` writes the curves, the table and the set-up (machine, threads, clock, date,
 command) as JSON; data/bench/ holds a recorded run that notebook 13 draws.
 """

@@ -44,7 +44,8 @@ from course import PROFILES, profile_environment, worker_threads  # noqa: E402
 
 OUT = ROOT / "test-artifacts" / "portability"
 CHECK_TAG = "nbval-check-output"
-NEVER_COMPARED = re.compile(r"getsource|show_source")     # printed library source: see the docstring
+NEVER_COMPARED = re.compile(r"getsource|show_source|NBVAL_IGNORE_OUTPUT")   # printed library source (see the
+# docstring), and cells nbval is told to ignore (a tag on them too makes nbval warn of overlapping options)
 
 
 def sanitizers() -> list[tuple[re.Pattern, str]]:

@@ -61,9 +61,14 @@ def test_gpt_overrides_are_parsed_with_their_types():
 
 @pytest.mark.parametrize("name, recipes, seconds", [("lm-60s.json", {"nanogpt-baby", "charlm-gpt", "lstm"}, 60),
                                                     ("lm-lstm-1200s.json", {"lstm"}, 1200),
-                                                    ("lm-gru-rnn-1200s.json", {"gru", "rnn"}, 1200)])
+                                                    ("lm-gru-rnn-1200s.json", {"gru", "rnn"}, 1200),
+                                                    ("budget-steps/lstm-300s.json", {"lstm"}, None),
+                                                    ("budget-steps/gru-300s.json", {"gru"}, None),
+                                                    ("budget-steps/rnn-300s.json", {"rnn"}, None),
+                                                    ("budget-steps/gpt-300s.json", {"charlm-gpt"}, None)])
 def test_the_recorded_runs_are_complete(name, recipes, seconds):
-    """data/bench/ holds the runs notebook 13 draws: one minute of each recipe, 20 minutes of each recurrent one."""
+    """data/bench/ holds the runs notebook 13 draws: one minute of each recipe, 20 minutes of each recurrent one,
+    and five minutes' worth of steps of each with the same (decaying) schedule."""
     record = json.loads((ROOT / "data" / "bench" / name).read_text())
     by = {r["recipe"]: r for r in record["results"]}
     assert recipes <= set(by) and record["budget"]["seconds"] == seconds
@@ -71,7 +76,12 @@ def test_the_recorded_runs_are_complete(name, recipes, seconds):
     for result in by.values():
         curve = result["curve"]
         assert len(curve["seconds"]) == len(curve["steps"]) == len(curve["val_loss"])
-        assert curve["seconds"] == sorted(curve["seconds"]) and result["seconds"] >= 0.95 * record["budget"]["seconds"]
+        assert curve["seconds"] == sorted(curve["seconds"]) and curve["steps"] == sorted(curve["steps"])
+        if seconds is None:                                     # a budget in steps, the rate decayed to its end
+            assert result["steps"] == record["budget"]["steps"] == curve["steps"][-1]
+            assert result["setup"]["schedule"] != "constant"
+        else:
+            assert result["seconds"] >= 0.95 * seconds
     if "nanogpt-baby" not in by:
         return
     key = "nanogpt-baby - charlm-gpt (nats/char)"
