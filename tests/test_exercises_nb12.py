@@ -12,63 +12,12 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass_and_the_messages_summarise_tensors():
-    assert set(exercises_of("nb12")) == {"layer_norm", "sublayer_connection", "encoder_layer_parameters"}
+    assert set(exercises_of("nb12")) == {"encoder_layer_parameters", "sublayer_connection", "cross_attention_sublayer"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb12").items())
     text = failure_message("sublayer_connection", lambda x, F, LN, first: x)
     assert "<tensor of shape (2, 3, 4), float64>" in text and "<Sequential module>" in text
     assert len(text.splitlines()) == 3                                   # where / call and result / hint
     assert "tensor([[" not in text
-
-
-def test_the_layer_norm_reference_is_nn_layer_norm():
-    x = torch.randn(2, 5, 8, dtype=torch.float64)
-    torch_ln = torch.nn.LayerNorm(8).double()
-    with torch.no_grad():
-        torch_ln.weight.uniform_(0.5, 1.5)
-        torch_ln.bias.uniform_(-1, 1)
-    expected = torch_ln(x)
-    got = EXERCISES["layer_norm"].reference(x, torch_ln.weight.detach(), torch_ln.bias.detach(), 1e-5)
-    assert torch.allclose(got, expected.detach(), atol=1e-12)
-
-
-def ln(variance="biased", eps="inside", dim=-1, affine=True):
-    def f(x, gamma, beta, eps_value):
-        mu = x.mean(dim, keepdim=True)
-        var = x.var(dim, unbiased=(variance == "unbiased"), keepdim=True)
-        if eps == "inside":
-            x_hat = (x - mu) / torch.sqrt(var + eps_value)
-        elif eps == "outside":
-            x_hat = (x - mu) / (torch.sqrt(var) + eps_value)
-        else:
-            x_hat = (x - mu) / torch.sqrt(var)
-        return gamma * x_hat + beta if affine else x_hat
-    return f
-
-
-@pytest.mark.parametrize("wrong, hint", [
-    (ln(variance="unbiased"), "you used the unbiased variance"),
-    (ln(eps="missing"), "eps is missing"),
-    (ln(eps="outside"), "eps goes inside the square root"),
-    (ln(variance="unbiased", eps="outside"), "the Annotated Transformer's version"),
-    (ln(affine=False), "scale by gamma and shift by beta"),
-    (ln(dim=0), "which is batch norm"),
-    (lambda x, g, b, e: ln()(x, g, b, e).tolist(), "return a torch.Tensor"),
-    (lambda x, g, b, e: ln()(x, g, b, e)[..., :-1], "should have shape"),
-])
-def test_layer_norm_hints(wrong, hint):
-    text = failure_message("layer_norm", wrong)
-    assert hint in text
-    assert "tensor([[" not in text
-
-
-def test_missing_eps_on_a_nearly_constant_row_is_named_too():
-    # a student who guards the NaN of a constant row but still forgets eps is told so
-    def no_eps_but_guarded(x, gamma, beta, eps):
-        mu = x.mean(-1, keepdim=True)
-        std = x.var(-1, unbiased=False, keepdim=True).sqrt().clamp_min(1e-12)
-        return gamma * (x - mu) / std + beta
-    text = failure_message("layer_norm", no_eps_but_guarded)
-    assert "eps is missing" in text
 
 
 def sub(kind):
@@ -142,3 +91,77 @@ def test_ffn_bias_hint():
 def test_layer_norm_module_used_in_the_sublayer_cases_is_seqlabs():
     _, _, LN, _ = EXERCISES["sublayer_connection"].cases[0].args
     assert isinstance(LN, LayerNorm)
+
+
+def test_the_cross_attention_sublayer_reference_is_the_decoder_layers_second_sublayer():
+    """The reference is what TransformerDecoderLayer computes between its self-attention and its FFN."""
+    from seqlab.nn.transformer import TransformerDecoderLayer
+    for norm_first in (False, True):
+        torch.manual_seed(0)
+        layer = TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first).double()
+        y, memory = torch.randn(2, 3, 8, dtype=torch.float64), torch.randn(2, 5, 8, dtype=torch.float64)
+        padding = torch.tensor([[False] * 5, [False] * 2 + [True] * 3])
+        got = EXERCISES["cross_attention_sublayer"].reference(y, memory, padding, layer.multihead_attn, layer.norm2,
+                                                              norm_first)
+        if norm_first:
+            c, _ = layer._cross_attention(layer.norm2(y), memory, None, padding, False, False)
+            expected = y + c
+        else:
+            c, _ = layer._cross_attention(y, memory, None, padding, False, False)
+            expected = layer.norm2(y + c)
+        assert torch.allclose(got, expected, atol=1e-12)
+
+
+def att(attention, q, kv, mask):
+    return attention(q, kv, kv, key_padding_mask=mask, need_weights=False)[0]
+
+
+CROSS_MISTAKES = {
+    "always post-norm": lambda y, M, p, a, LN, first: LN(y + att(a, y, M, p)),
+    "always pre-norm": lambda y, M, p, a, LN, first: y + att(a, LN(y), M, p),
+    "self-attention": lambda y, M, p, a, LN, first: (y + att(a, LN(y), LN(y), None)) if first
+    else LN(y + att(a, y, y, None)),
+    "no padding mask": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, None)) if first
+    else LN(y + att(a, y, M, None)),
+    "inverted mask": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, ~p)) if first else LN(y + att(a, y, M, ~p)),
+    "queries from memory": lambda y, M, p, a, LN, first: att(a, M, y, None),
+    "the tuple": lambda y, M, p, a, LN, first: a(y, M, M, key_padding_mask=p),
+    "no residual": lambda y, M, p, a, LN, first: att(a, LN(y), M, p) if first else LN(att(a, y, M, p)),
+    "memory normalised": lambda y, M, p, a, LN, first: (y + att(a, LN(y), LN(M), p)) if first
+    else LN(y + att(a, y, M, p)),
+    "pre-norm sum normalised": lambda y, M, p, a, LN, first: LN(y + att(a, LN(y), M, p)) if first
+    else LN(y + att(a, y, M, p)),
+    "normalised residual": lambda y, M, p, a, LN, first: (LN(y) + att(a, LN(y), M, p)) if first
+    else LN(y + att(a, y, M, p)),
+    "post-norm without the norm": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, p)) if first
+    else y + att(a, y, M, p),
+    "only the output normalised": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, p)) if first
+    else y + LN(att(a, y, M, p)),
+}
+
+
+@pytest.mark.parametrize("mistake, hint", [
+    ("always post-norm", "that is post-norm; with norm_first=True"),
+    ("always pre-norm", "that is pre-norm; with norm_first=False"),
+    ("self-attention", "that is self-attention on y"),
+    ("no padding mask", "the padded source positions are read"),
+    ("inverted mask", "the mask is inverted"),
+    ("queries from memory", "one row per source position (5)"),
+    ("the tuple", "you returned a tuple"),
+    ("no residual", "the residual is missing"),
+    ("memory normalised", "the memory is not normalised again"),
+    ("pre-norm sum normalised", "pre-norm does not normalise the sum"),
+    ("normalised residual", "add the *un*-normalised y"),
+    ("post-norm without the norm", "post-norm normalises the sum"),
+    ("only the output normalised", "not only the attention's output"),
+])
+def test_cross_attention_sublayer_hints(mistake, hint):
+    text = failure_message("cross_attention_sublayer", CROSS_MISTAKES[mistake])
+    assert hint in text
+    assert "tensor([[" not in text.split("Hint: ")[1]           # (a returned tuple's repr is cut by _core, not ours)
+
+
+def test_the_missing_mask_hint_says_how_much_weight_went_to_padding():
+    text = failure_message("cross_attention_sublayer", CROSS_MISTAKES["no padding mask"])
+    share = float(text.split("puts up to ")[1].split(" of its weight")[0])
+    assert 0.05 < share < 1                                   # a visible share of the weight, not a rounding error
