@@ -65,7 +65,9 @@ def test_gpt_overrides_are_parsed_with_their_types():
                                                     ("budget-steps/lstm-300s.json", {"lstm"}, None),
                                                     ("budget-steps/gru-300s.json", {"gru"}, None),
                                                     ("budget-steps/rnn-300s.json", {"rnn"}, None),
-                                                    ("budget-steps/gpt-300s.json", {"charlm-gpt"}, None)])
+                                                    ("budget-steps/gpt-300s.json", {"charlm-gpt"}, None),
+                                                    ("budget-steps/lstm-1200s.json", {"lstm"}, None),
+                                                    ("budget-steps/gru-1200s.json", {"gru"}, None)])
 def test_the_recorded_runs_are_complete(name, recipes, seconds):
     """data/bench/ holds the runs notebook 13 draws: one minute of each recipe, 20 minutes of each recurrent one,
     and five minutes' worth of steps of each with the same (decaying) schedule."""
