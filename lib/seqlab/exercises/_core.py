@@ -166,6 +166,30 @@ class Measurement:
         return self._value
 
 
+def as_pair(got: Any) -> tuple[float, float] | None:
+    """A student's prediction of two numbers as a pair of floats, or None if it is not two numbers (a bool is not)."""
+    try:
+        a, b = got
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        return float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+
+
+def pair_within(tolerance: float) -> Callable[[Any, tuple[float, float] | None], bool]:
+    """``same`` for a predicted pair against a :class:`Measurement`'s pair: each within ``tolerance``.
+
+    With nothing measured (the test suite runs the reference alone) only None matches.
+    """
+    def same(got: Any, expected: tuple[float, float] | None) -> bool:
+        if expected is None:
+            return got is None
+        pair = as_pair(got)
+        return pair is not None and all(abs(g - e) <= tolerance for g, e in zip(pair, expected))
+    return same
+
+
 # -- helpers for exercises on tensors ---------------------------------------------------------------
 def randn64(*shape: int, seed: int) -> Tensor:
     """A float64 tensor of standard normal numbers, the same for a given seed on every machine."""

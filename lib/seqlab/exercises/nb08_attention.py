@@ -9,7 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, Measurement, randn64, register, tensors_close
+from seqlab.exercises._core import (Case, Exercise, Measurement, as_pair, pair_within, randn64, register,
+                                   tensors_close)
 
 
 _randn = randn64
@@ -158,27 +159,10 @@ def _predict_reversal_24() -> tuple[float, float] | None:
     return REVERSAL_24._value
 
 
-def _as_pair(got: Any) -> tuple[float, float] | None:
-    try:
-        a, b = got
-        if isinstance(a, bool) or isinstance(b, bool):
-            return None
-        return float(a), float(b)
-    except (TypeError, ValueError):
-        return None
-
-
-def _same_reversal(got: Any, expected: tuple[float, float] | None) -> bool:
-    if expected is None:                    # nothing measured (the test suite runs the reference alone)
-        return got is None
-    pair = _as_pair(got)
-    return pair is not None and all(abs(g - e) <= TOLERANCE for g, e in zip(pair, expected))
-
-
 def _diagnose_reversal(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
     if expected is None:
         return f"nothing measured yet: run {REVERSAL_24.where}, then check your prediction again."
-    pair = _as_pair(got)
+    pair = as_pair(got)
     if pair is None:
         return "put two shares in my_prediction: (without attention, with attention), e.g. (0.5, 0.5)."
     (without, with_att), (m_without, m_with) = pair, expected
@@ -210,5 +194,5 @@ register(Exercise(
     cases=[Case((), "reversing 24 digits, 800 steps, 64 units: without and with attention")],
     hint="without attention, think of notebook 7's curve; with attention, the decoder can look up each digit.",
     diagnose=_diagnose_reversal,
-    same=_same_reversal,
+    same=pair_within(TOLERANCE),
 ))

@@ -9,7 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, first_difference, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import (Case, Exercise, as_pair, first_difference, randn64, register, tensor_hint,
+                                   tensors_close)
 
 
 _randn, _shape_hint = randn64, tensor_hint
@@ -161,23 +162,13 @@ def _predict_growth() -> tuple[float, float]:
     return measure_growth()
 
 
-def _as_pair(got: Any) -> tuple[float, float] | None:
-    try:
-        a, b = got
-        if isinstance(a, bool) or isinstance(b, bool):
-            return None
-        return float(a), float(b)
-    except (TypeError, ValueError):
-        return None
-
-
 def _same_growth(got: Any, expected: tuple[float, float]) -> bool:
-    pair = _as_pair(got)
+    pair = as_pair(got)
     return pair is not None and all(abs(g - e) <= GROWTH_TOLERANCE for g, e in zip(pair, expected))
 
 
 def _diagnose_growth(args: tuple, got: Any, expected: tuple[float, float]) -> str | None:
-    pair = _as_pair(got)
+    pair = as_pair(got)
     if pair is None:
         return "put two numbers in my_prediction: (growth of the attention weights, growth of the FLOPs), e.g. (3, 3)."
     (weights, flops), (w_measured, f_measured) = pair, expected

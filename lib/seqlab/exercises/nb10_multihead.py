@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import (Case, Exercise, Measurement, first_difference, randn64, register, tensor_hint,
-                                   tensors_close)
+from seqlab.exercises._core import (Case, Exercise, Measurement, as_pair, first_difference, pair_within, randn64,
+                                   register, tensor_hint, tensors_close)
 
 
 def _close(a: Any, b: Tensor) -> bool:
@@ -32,27 +32,10 @@ def _one_head() -> tuple[float, float] | None:
     return ONE_HEAD._value
 
 
-def _as_pair(got: Any) -> tuple[float, float] | None:
-    try:
-        a, b = got
-        if isinstance(a, bool) or isinstance(b, bool):
-            return None
-        return float(a), float(b)
-    except (TypeError, ValueError):
-        return None
-
-
-def _same_one_head(got: Any, expected: tuple[float, float] | None) -> bool:
-    if expected is None:                    # nothing measured (the test suite runs the reference alone)
-        return got is None
-    pair = _as_pair(got)
-    return pair is not None and all(abs(g - e) <= TOLERANCE for g, e in zip(pair, expected))
-
-
 def _diagnose_one_head(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
     if expected is None:
         return f"nothing measured yet: run {ONE_HEAD.where}, then check your prediction again."
-    pair = _as_pair(got)
+    pair = as_pair(got)
     if pair is None:
         return "put two shares in my_prediction: (left letter, right letter), e.g. (0.5, 0.5)."
     if max(pair) > 1:
@@ -82,7 +65,7 @@ register(Exercise(
     cases=[Case((), "the neighbour task, one head of d_k = 32, 400 steps")],
     hint="the two-head model names both neighbours; ask what one weighted average of the letters can still say.",
     diagnose=_diagnose_one_head,
-    same=_same_one_head,
+    same=pair_within(TOLERANCE),
 ))
 
 

@@ -12,7 +12,8 @@ from torch import Tensor
 
 from seqlab.data.batching import IGNORE_INDEX
 from seqlab.data.masking import apply_masking
-from seqlab.exercises._core import Case, Exercise, Measurement, first_difference, randn64, register, tensor_hint
+from seqlab.exercises._core import (Case, Exercise, Measurement, as_pair, first_difference, pair_within, randn64,
+                                   register, tensor_hint)
 
 MASK_ID = 9                                  # the cases' [MASK]; ordinary tokens are 0..8
 
@@ -205,27 +206,10 @@ def _predict_right_context() -> tuple[float, float] | None:
     return RIGHT_CONTEXT._value
 
 
-def _shares_pair(got: Any) -> tuple[float, float] | None:
-    try:
-        a, b = got
-        if isinstance(a, bool) or isinstance(b, bool):
-            return None
-        return float(a), float(b)
-    except (TypeError, ValueError):
-        return None
-
-
-def _same_right_context(got: Any, expected: tuple[float, float] | None) -> bool:
-    if expected is None:                    # nothing measured (the test suite runs the reference alone)
-        return got is None
-    pair = _shares_pair(got)
-    return pair is not None and all(abs(g - e) <= RIGHT_TOLERANCE for g, e in zip(pair, expected))
-
-
 def _diagnose_right_context(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
     if expected is None:
         return f"nothing measured yet: run {RIGHT_CONTEXT.where}, then check your prediction again."
-    pair = _shares_pair(got)
+    pair = as_pair(got)
     if pair is None:
         return "put two shares in my_prediction: (both sides, left side only), e.g. (0.5, 0.5)."
     if max(pair) > 1 or min(pair) < 0:
@@ -259,7 +243,7 @@ register(Exercise(
     cases=[Case((), "the MLM's share of blanks filled: both sides, left side only")],
     hint="both conditions give the MLM 31 clean characters; only where they lie differs.",
     diagnose=_diagnose_right_context,
-    same=_same_right_context,
+    same=pair_within(RIGHT_TOLERANCE),
 ))
 
 
