@@ -4,7 +4,8 @@
     python scripts/bench_rnn.py --device cuda        # on a GPU: torch.nn is cuDNN there
 
 For each model the three variants (torch.nn, seqlab's fused default, seqlab's plain autograd
-loop ``fused=False``) are timed in turn within every repeat, so that a burst of load from other
+loop ``fused=False``) -- on a GPU a fourth, seqlab's fused scan replayed as CUDA graphs
+(``seqlab.nn.cuda_graphed``) -- are timed in turn within every repeat, so that a burst of load from other
 processes hits all of them alike; the table shows medians and the ratios to torch.nn measured
 in this one run. Thread count is torch's default. On a GPU every step ends with a
 synchronisation, so the time is the kernels' time, not only the time to queue them.
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import torch
 from _timing import time_interleaved  # a sibling script: the shared timing loop
 
-from seqlab.nn import GRU, LSTM, RNN
+from seqlab.nn import GRU, LSTM, RNN, cuda_graphed
 
 
 def _train_step(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
@@ -50,9 +51,13 @@ def bench(batch: int, seq: int, input_size: int, hidden: int, repeats: int, warm
         x = torch.randn(seq, batch, input_size, device=device, requires_grad=True)
         steps = {"torch.nn": _train_step(reference, x), "seqlab": _train_step(fused, x),
                  "seqlab plain": _train_step(plain, x)}
+        if x.is_cuda:   # the same fused scan, its launches recorded once and replayed as one graph per pass
+            graphed = ours_cls(input_size, hidden).to(device)
+            graphed.load_state_dict(reference.state_dict())
+            steps["seqlab graphed"] = _train_step(cuda_graphed(graphed, x), x)
         times = time_interleaved(steps, warmup=warmup, repeats=repeats)
         med = {key: statistics.median(values) * 1e3 for key, values in times.items()}
-        rows.append((name, med["torch.nn"], med["seqlab"], med["seqlab plain"]))
+        rows.append((name, med["torch.nn"], med["seqlab"], med["seqlab plain"], med.get("seqlab graphed")))
     return rows
 
 
@@ -71,12 +76,17 @@ def main() -> None:
     print(f"forward + backward, batch {args.batch}, seq {args.seq}, input {args.input}, hidden {args.hidden}; "
           f"torch {torch.__version__}, {where}, median of {args.repeats}")
     header = f"{'model':6s} {'torch.nn ms':>12s} {'seqlab ms':>10s} {'ratio':>6s} {'plain loop ms':>14s} {'ratio':>6s}"
+    if device.type == "cuda":
+        header += f" {'graphed ms':>11s} {'ratio':>6s}"
     print(header)
     print("-" * len(header))
-    for name, t_torch, t_fused, t_plain in bench(args.batch, args.seq, args.input, args.hidden, args.repeats,
-                                                 device=args.device):
-        print(f"{name:6s} {t_torch:12.2f} {t_fused:10.2f} {t_fused / t_torch:6.2f} {t_plain:14.2f} "
-              f"{t_plain / t_torch:6.2f}")
+    for name, t_torch, t_fused, t_plain, t_graphed in bench(args.batch, args.seq, args.input, args.hidden,
+                                                            args.repeats, device=args.device):
+        line = (f"{name:6s} {t_torch:12.2f} {t_fused:10.2f} {t_fused / t_torch:6.2f} {t_plain:14.2f} "
+                f"{t_plain / t_torch:6.2f}")
+        if t_graphed is not None:
+            line += f" {t_graphed:11.2f} {t_graphed / t_torch:6.2f}"
+        print(line)
 
 
 if __name__ == "__main__":

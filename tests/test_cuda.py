@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.nn import GRU, LSTM, RNN
+from seqlab.nn import GRU, LSTM, RNN, cuda_graphed
 from seqlab.nn.masks import causal_mask
 from seqlab.nn.multihead import MultiheadAttention
 from seqlab.models.charlm import CharLM, CharLMConfig
@@ -285,3 +285,42 @@ def test_transformer_positional_and_all_padding_on_cuda(fused):
     assert torch.isfinite(out).all() and torch.isfinite(src.grad).all() and (src.grad[1] == 0).all()
     assert weights["cross"].is_cuda and weights["cross"].shape == (1, 2, 4, 5, 7)
     assert (weights["cross"][:, 1] == 0).all()                                    # nothing to attend to: zeros
+
+
+# --------------------------------------------------------------------------------------------
+# The scan replayed as CUDA graphs (seqlab.nn.cuda_graphed): same numbers, fixed shapes
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layers, bidirectional", [(1, False), (2, True)], ids=["1-layer", "2-layer-bi"])
+@pytest.mark.parametrize("kind", ["rnn_tanh", "lstm", "gru"])
+def test_cuda_graphed_scan_gives_the_eager_numbers(kind, layers, bidirectional):
+    ours_cls, _, extra = KINDS[kind]
+    torch.manual_seed(0)
+    eager = ours_cls(5, 7, num_layers=layers, bidirectional=bidirectional, **extra).cuda()
+    graphed = ours_cls(5, 7, num_layers=layers, bidirectional=bidirectional, **extra).cuda()
+    graphed.load_state_dict(eager.state_dict())
+    example = torch.randn(9, 4, 5, device="cuda", requires_grad=True)
+    cuda_graphed(graphed, example)
+    for trial in range(2):   # two different inputs: each replay reads the new data, not the captured sample
+        x = torch.randn(9, 4, 5, device="cuda")
+        results = []
+        for model in (eager, graphed):
+            model.zero_grad(set_to_none=True)
+            xi = x.clone().requires_grad_()
+            output, state = model(xi)
+            states = list(state) if isinstance(state, tuple) else [state]
+            (output.sin().sum() + sum(s.cos().sum() for s in states)).backward()
+            results.append([output, *states, xi.grad, *(p.grad for p in model.parameters())])
+        for ours, theirs in zip(*results):
+            torch.testing.assert_close(theirs, ours, rtol=TOL, atol=TOL)
+
+
+def test_cuda_graphed_refuses_other_shapes_and_arguments():
+    model = cuda_graphed(LSTM(3, 4).cuda(), torch.randn(6, 2, 3, device="cuda", requires_grad=True))
+    with pytest.raises(ValueError, match=r"replays only for input of shape \(6, 2, 3\).*got shape \(6, 1, 3\)"):
+        model(torch.randn(6, 1, 3, device="cuda", requires_grad=True))   # would broadcast silently
+    with pytest.raises(TypeError, match=r"takes only its input in training mode"):
+        model(torch.randn(6, 2, 3, device="cuda", requires_grad=True), lengths=[6, 5])
+    model.eval()   # eval mode runs the ordinary forward: any shape, any argument
+    output, _ = model(torch.randn(4, 1, 3, device="cuda"), lengths=[4])
+    assert output.shape == (4, 1, 4)

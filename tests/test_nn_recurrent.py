@@ -578,3 +578,11 @@ def test_lstm_backward_names_match_the_chain_rule():
     d_i, d_f, d_g, d_o = d_gates.chunk(4, dim=1)
     for name, mine, auto in zip("ifgo", (d_i, d_f, d_g, d_o), xw.grad.chunk(4, dim=1)):
         assert torch.allclose(mine, auto, atol=1e-12), f"d_{name} differs from autograd"
+
+
+def test_cuda_graphed_on_the_cpu_says_why_not():
+    from seqlab.nn import cuda_graphed
+    with pytest.raises(RuntimeError, match=r"needs a module on a CUDA device; LSTM is on cpu.*no kernel launches"):
+        cuda_graphed(LSTM(3, 4), torch.randn(5, 2, 3, requires_grad=True))
+    with pytest.raises(TypeError, match=r"expected an nn.Module, got function"):
+        cuda_graphed(lambda x: x, torch.randn(5, 2, 3))

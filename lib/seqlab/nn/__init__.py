@@ -16,9 +16,12 @@ The Transformer: ``layer_norm`` (``LayerNorm``), ``transformer`` (``TransformerE
 Positions: ``positional`` (``SinusoidalPositionalEncoding``, ``LearnedPositionalEncoding``,
 ``RotaryPositionalEncoding`` / ``RoPE``, ``ALiBi``, ``NoPositionalEncoding``, and
 ``positional_encoding(name, ...)`` over ``POSITIONAL_ENCODINGS``).
+
+On a GPU: ``graphs`` (``cuda_graphed``) replays a recurrent layer's whole scan as one CUDA graph.
 """
 
 from seqlab.nn._recurrent import CELLS, RecurrentTrace, recurrent_layer
+from seqlab.nn.graphs import cuda_graphed
 from seqlab.nn.gru import GRU, GRUCell
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.lstm import LSTM, LSTMCell
@@ -44,7 +47,7 @@ from seqlab.nn.transformer import (
 )
 
 __all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer",
-           "MultiheadAttention", "LayerNorm", "TransformerEncoderLayer", "TransformerDecoderLayer",
+           "cuda_graphed", "MultiheadAttention", "LayerNorm", "TransformerEncoderLayer", "TransformerDecoderLayer",
            "TransformerEncoder", "TransformerDecoder", "Transformer"]
 __all__ += ["PositionalEncoding", "NoPositionalEncoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding",
             "RotaryPositionalEncoding", "RoPE", "ALiBi", "positional_encoding", "POSITIONAL_ENCODINGS"]
