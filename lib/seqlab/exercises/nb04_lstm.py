@@ -218,11 +218,12 @@ register(Exercise(
 # --------------------------------------------------------------------------------------------
 
 # The RNN fails at T = 50 (section 6); these are the shorter sequences we try. Chosen so that the answer does not
-# hang on the seed or the CPU's arithmetic: the final MSE is 2-6 % of the baseline's at T = 10 (seeds 0-7) and
-# 98-123 % at T = 30 (seeds 0-9); at T = 20, the length first used, it ranged from 5 % to 41 % (seeds 0-9), learned
-# or not depending on the seed (and seed 0's own 5 % moved to 7 % under another CPU's rounding).
+# hang on the seed or the machine's arithmetic: the final MSE is 2-6 % of the baseline's at T = 10 (seeds 0-7; 2-12 %
+# on an H200 GPU, where seed 0 gives 12.4 %) and 98-123 % at T = 30 (seeds 0-9; 97-120 % on the H200, seeds 0-2);
+# at T = 20, the length first used, it ranged from 5 % to 41 % (seeds 0-9), learned or not depending on the seed
+# (and seed 0's own 5 % moved to 7 % under another CPU's rounding). Hence the line at a fifth, not a tenth.
 HORIZON_LENGTHS = (10, 30)
-LEARNED_BELOW = 0.1             # "learns the task": validation MSE below 10 % of the mean-guessing baseline's
+LEARNED_BELOW = 0.2             # "learns the task": validation MSE below a fifth of the mean-guessing baseline's
 
 
 def learned(run: Any) -> bool:
@@ -276,7 +277,7 @@ def _diagnose_horizon(args: tuple, got: Any, expected: dict[int, bool]) -> str |
 register(Exercise(
     name="predict_rnn_horizon",
     signature="predict_rnn_horizon() -> {10: bool, 30: bool}: does the vanilla RNN of section 6 learn the adding "
-              "problem (MSE below 10 % of the baseline's) with sequences of T = 10 and of T = 30 steps "
+              "problem (MSE below a fifth of the baseline's) with sequences of T = 10 and of T = 30 steps "
               "(checked against a measurement)",
     reference=_horizon_answer,
     cases=[Case((), "the RNN of section 6 trained on sequences of T = 10 and T = 30 steps")],
