@@ -5,7 +5,7 @@ ARGS ?=
 
 NB ?=
 
-.PHONY: lab test execute bench setup reset
+.PHONY: lab test execute bench setup reset site
 lab:      ## set up, copy new notebooks into work/ (yours are never overwritten), open JupyterLab there (options: make lab ARGS="--no-browser --port 8899")
 	$(PYTHON) course.py lab $(ARGS)
 reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04-lstm
@@ -16,5 +16,7 @@ execute:  ## re-run every notebook in place from a fresh kernel and print run ti
 	$(PYTHON) course.py execute
 bench:    ## speed of seqlab's models against torch.nn, as ratios measured in one run
 	$(PYTHON) course.py bench
+site:     ## the offline HTML edition: every executed notebook as static pages in build/site/ (open index.html)
+	$(PYTHON) course.py site $(ARGS)
 setup:
 	$(PYTHON) course.py setup

@@ -6,9 +6,10 @@
     python3 course.py test       # set up if needed, then run every test (unit + notebooks)
     python3 course.py execute    # maintainers: re-run every notebook in place, print run times
     python3 course.py bench      # speed comparisons (seqlab vs torch.nn), printed as ratios
+    python3 course.py site       # the offline HTML edition of the executed notebooks, in build/site/
 
-``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make reset NB=NAME`` call the same
-verbs.
+``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make site`` / ``make reset NB=NAME`` call
+the same verbs.
 
 Students work on copies: ``lab`` copies each notebook of ``notebooks/`` into ``work/`` (git-ignored)
 the first time it sees it, and opens JupyterLab there, so autosave never edits the checkout and
@@ -55,6 +56,11 @@ BROWSER_INSTALL_HINT = "sudo apt-get install -y " + " ".join(BROWSER_DEBIAN_PACK
 # jupyterlab-rise's slideshow runs its own JupyterLab 4.3 core, in which no ipywidgets 8 widget can
 # load (it lacks @jupyterlab/console); jupyterlab-slideshow replaced it (see README, For instructors).
 RETIRED_PACKAGES = ["jupyterlab-rise"]
+# The HTML edition (`site`) serves MathJax from its own files, and its accessibility audit (a browser test)
+# injects axe-core from disk: both npm packages, pinned in site/package-lock.json, installed with `npm ci`
+# into NPM_DIR by `site` and `test` (before the tests cut the network off). npm itself comes from Node.js.
+NPM_DIR = ROOT / ".cache" / "npm"
+NPM_DEBIAN_PACKAGES = ["nodejs", "npm"]
 
 
 def venv_python() -> Path:
@@ -107,7 +113,7 @@ def setup() -> Path:
     log(f"installing the pinned packages (pip's full output goes to {PIP_LOG.relative_to(ROOT)})")
     PIP_LOG.write_text("")
     pip([py, "-m", "pip", "install", "--upgrade", "pip"])
-    pip([py, "-m", "pip", "install", "--editable", f"{ROOT}[test]"])
+    pip([py, "-m", "pip", "install", "--editable", f"{ROOT}[test,site]"])
     pip([py, "-m", "pip", "install", "--no-deps", *NO_DEPS_PACKAGES])
     pip([py, "-m", "pip", "uninstall", "--yes", *RETIRED_PACKAGES])     # a no-op where they are absent
     STAMP.write_text(json.dumps({"fingerprint": fingerprint, "python": sys.version.split()[0]}))
@@ -164,6 +170,37 @@ def ensure_browser() -> None:
     if not find_chromium():
         log(f"note: could not install Chromium, so the browser tests will be skipped (or fail under "
             f"SEQLAB_REQUIRE_BROWSER=1); install it with: {BROWSER_INSTALL_HINT}")
+
+
+def npm_packages() -> Path | None:
+    """``node_modules`` with site/package-lock.json's packages (MathJax, axe-core), installed with ``npm ci``
+    when missing or when the lock file changed; None (with a note) where npm is missing and cannot be
+    installed (apt-get, as root), in which case the site cannot be built and its audit is skipped."""
+    lock = ROOT / "site" / "package-lock.json"
+    installed = NPM_DIR / "package-lock.json"
+    modules = NPM_DIR / "node_modules"
+    if modules.exists() and installed.exists() and installed.read_bytes() == lock.read_bytes():
+        return modules
+    npm = shutil.which("npm")
+    apt_get = shutil.which("apt-get")
+    if npm is None and apt_get and hasattr(os, "geteuid") and os.geteuid() == 0:
+        log("installing Node.js's npm for the HTML edition: apt-get install -y " + " ".join(NPM_DEBIAN_PACKAGES))
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run([apt_get, "install", "-y", "-q", *NPM_DEBIAN_PACKAGES], env=env, stdout=subprocess.DEVNULL)
+        npm = shutil.which("npm")
+    if npm is None:
+        log("note: no npm, so the HTML edition cannot be built and its audit is skipped; install Node.js "
+            "(e.g. sudo apt-get install -y " + " ".join(NPM_DEBIAN_PACKAGES) + ")")
+        return None
+    NPM_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "site" / "package.json", NPM_DIR / "package.json")
+    shutil.copy2(lock, installed)
+    log(f"npm ci in {NPM_DIR.relative_to(ROOT)} (MathJax and axe-core, pinned in site/package-lock.json)")
+    if subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NPM_DIR).returncode != 0:
+        installed.unlink(missing_ok=True)
+        log("note: npm ci failed, so the HTML edition cannot be built and its audit is skipped")
+        return None
+    return modules
 
 
 # Arithmetic profiles: ways one machine computes as other students' machines do. torch's own kernels
@@ -301,6 +338,7 @@ def cmd_test(args: list[str]) -> int:
     profiles, args = split_profiles(args)
     if profiles is None:
         ensure_browser()
+        npm_packages()
         return run_pytest(py, args, dict(os.environ))
     paths = [a for a in args if not a.startswith("-")] or ["notebooks/"]
     options = [a for a in args if a.startswith("-")]
@@ -427,13 +465,20 @@ def cmd_bench(args: list[str]) -> int:
     return code
 
 
+def cmd_site(args: list[str]) -> int:
+    py = setup()
+    if npm_packages() is None:
+        return 1
+    return subprocess.run([str(py), str(ROOT / "scripts" / "build_site.py"), *args], cwd=ROOT).returncode
+
+
 def cmd_setup(args: list[str]) -> int:
     setup()
     return 0
 
 
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
-         "reset": cmd_reset}
+         "reset": cmd_reset, "site": cmd_site}
 
 
 def main(argv: list[str]) -> int:

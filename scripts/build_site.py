@@ -1,0 +1,138 @@
+"""Build the course's offline HTML edition: every executed notebook, in order, as static pages.
+
+    python scripts/build_site.py [--out build/site]        # what `make site` runs (after the set-up)
+
+The notebooks are shown as committed (nothing is re-run), with navigation and a table of contents
+(Sphinx, myst-nb and the book theme; configuration in site/conf.py). The result is a folder of
+static files an instructor can put on a course page or into an LMS and a student can read offline
+or on a phone: open ``build/site/index.html``. No page fetches anything from the network: MathJax is
+copied into the build from the npm package pinned in site/package.json (installed once into
+.cache/npm/ with ``npm ci``), and widget outputs, whose JavaScript would come from a CDN, are
+replaced by a note (each widget has a static figure beside it). Solutions stay folded (<details>).
+
+Steps: stage site/ and the notebooks into build/site-src/, then sphinx-build into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import course  # noqa: E402  (the set-up script: where npm packages live and how they are installed)
+
+SITE = ROOT / "site"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ("*A live widget is here when you run this notebook in JupyterLab (`make lab`). "
+               "Its static figure, with the same content at its starting setting, is shown beside it.*")
+
+
+def npm_package(name: str) -> Path:
+    """The folder of an npm package pinned in site/package.json (``course.npm_packages`` runs ``npm ci`` once)."""
+    modules = course.npm_packages()
+    if modules is None or not (modules / name).exists():
+        sys.exit(f"[site] the npm package {name} is missing from {course.NPM_DIR}: see the note above")
+    return modules / name
+
+
+def notebook_title(nb: nbformat.NotebookNode) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    raise ValueError("a notebook without a '# ' title in a markdown cell")
+
+
+def without_widget_outputs(nb: nbformat.NotebookNode) -> int:
+    """Replace each widget's output (its JavaScript view, which would need a CDN) by a short note, in place.
+    Returns how many were replaced."""
+    replaced = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = []
+        for output in cell.get("outputs", []):
+            if WIDGET_MIME in output.get("data", {}):
+                replaced += 1
+                output = nbformat.v4.new_output("display_data", data={"text/markdown": WIDGET_NOTE})
+            outputs.append(output)
+        cell.outputs = outputs
+    return replaced
+
+
+INDEX = """# seqlab: from recurrent networks to Transformers
+
+A course in {count} notebooks, from why order matters to GPT and BERT: the vanilla RNN and
+backpropagation through time, vanishing gradients, the LSTM and the GRU, deep and bidirectional
+networks, encoder-decoder models, attention, self-attention and its heads, positional encodings,
+the Transformer, and what attention costs. Every model is written from scratch and checked against
+PyTorch's own, and every notebook ends with a cell of assertions that states its claims.
+
+This is the read-only edition: each notebook as it was last executed, with its outputs and figures.
+To run the code, move the sliders and do the exercises, get the course and open it in JupyterLab
+(`make lab`; see the README). Solutions stay folded until you open them.
+
+```{{toctree}}
+:maxdepth: 1
+:caption: Notebooks
+
+{entries}
+```
+"""
+
+
+def stage(staging: Path) -> tuple[int, int]:
+    """Write the Sphinx source folder: conf, static files, MathJax, the index, the notebooks."""
+    if staging.exists():
+        shutil.rmtree(staging)
+    shutil.copytree(SITE, staging, ignore=shutil.ignore_patterns("package*.json", "__pycache__"))
+    shutil.copytree(npm_package("mathjax") / "es5", staging / "_static" / "mathjax")
+    (staging / "notebooks").mkdir()
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    widgets = 0
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        notebook_title(nb)                           # every page needs one: fail here, not in Sphinx
+        widgets += without_widget_outputs(nb)
+        nbformat.write(nb, staging / "notebooks" / path.name)
+    entries = "\n".join(f"notebooks/{path.stem}" for path in paths)
+    (staging / "index.md").write_text(INDEX.format(count=len(paths), entries=entries))
+    return len(paths), widgets
+
+
+def build(out: Path) -> Path:
+    started = time.perf_counter()
+    staging = ROOT / "build" / "site-src"
+    count, widgets = stage(staging)
+    if out.exists():
+        shutil.rmtree(out)
+    subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "1", str(staging), str(out)],
+                   check=True, cwd=ROOT)
+    (out / ".buildinfo").unlink(missing_ok=True)
+    pages = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
+    (out / "pages.json").write_text(json.dumps(pages, indent=1) + "\n")
+    print(f"[site] {count} notebooks ({widgets} widget outputs replaced by a note) -> {len(pages)} pages in "
+          f"{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}/ in {time.perf_counter() - started:.0f} s;"
+          f" open {out / 'index.html'}", flush=True)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
+    args = parser.parse_args(argv)
+    build(args.out.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
