@@ -242,3 +242,22 @@ def test_eval_seconds_exclude_the_evaluations_and_the_clock_is_pluggable():
     # a fake clock that ticks once per reading: start 0; evaluation 1 reads 1 and 2, evaluation 2 reads 3 and 4,
     # so training before them took 1 and 3 - 1 (the first evaluation's tick excluded) = 2 ticks; the end reads 5
     assert history.eval_steps == [2, 4] and history.eval_seconds == [1.0, 2.0] and history.seconds == 5.0
+
+
+def test_notebook_show_puts_the_alt_text_on_the_figure(monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import IPython.display
+
+    from seqlab.notebook import show
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, metadata=None: shown.append((obj, metadata)))
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    show(fig, "A line falling from 1 at x = 0 to 0 at x = 1: the loss halves twice.")
+    assert shown == [(fig, {"image/png": {"alt": "A line falling from 1 at x = 0 to 0 at x = 1: the loss halves twice."}})]
+    assert not plt.fignum_exists(fig.number)          # closed: not drawn a second time at the cell's end
+    with pytest.raises(ValueError, match="alt text of a sentence or more"):
+        show(plt.figure(), "a plot")
