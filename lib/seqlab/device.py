@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -64,16 +65,27 @@ def module_device(module: torch.nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
+def find_misplaced(module: torch.nn.Module,
+                   tensors: Sequence[torch.Tensor]) -> tuple[int, torch.Tensor, torch.device] | None:
+    """The first tensor that is not on the module's device, as ``(index, tensor, module's device)``;
+    None when all are. The one device check: its callers word the error for their context."""
+    expected = module_device(module)
+    for index, tensor in enumerate(tensors):
+        if tensor.device != expected:
+            return index, tensor, expected
+    return None
+
+
 def check_same_device(module: torch.nn.Module, *tensors: torch.Tensor, names: tuple[str, ...] = ()) -> None:
     """Raise a clear error when a tensor is not on the module's device.
 
     ``names`` labels the tensors in the message (default: ``input 0``, ``input 1``, ...).
     """
-    expected = module_device(module)
-    for index, tensor in enumerate(tensors):
-        if tensor.device != expected:
-            name = names[index] if index < len(names) else f"input {index}"
-            raise RuntimeError(
-                f"{name} is on {tensor.device} but the model {type(module).__name__} is on {expected}; "
-                f"move one of them, e.g. tensor.to({str(expected)!r}) or model.to({str(tensor.device)!r})"
-            )
+    misplaced = find_misplaced(module, tensors)
+    if misplaced is not None:
+        index, tensor, expected = misplaced
+        name = names[index] if index < len(names) else f"input {index}"
+        raise RuntimeError(
+            f"{name} is on {tensor.device} but the model {type(module).__name__} is on {expected}; "
+            f"move one of them, e.g. tensor.to({str(expected)!r}) or model.to({str(tensor.device)!r})"
+        )

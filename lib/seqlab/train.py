@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, safe_open, save_file
 
-from seqlab.device import module_device
+from seqlab.checks import load_state_dict_strict
+from seqlab.device import find_misplaced, module_device
 
 Batch = Any  # a tensor, or a tuple/list/dict of tensors
 LossFn = Callable[[torch.nn.Module, Batch], torch.Tensor]
@@ -132,14 +133,14 @@ def to_device(batch: Batch, device: torch.device) -> Batch:
 
 def check_batch_device(model: torch.nn.Module, batch: Batch) -> None:
     """Raise a clear error if a batch tensor is not on the model's device."""
-    expected = module_device(model)
-    for index, tensor in enumerate(_tensors(batch)):
-        if tensor.device != expected:
-            raise RuntimeError(
-                f"batch tensor {index} (shape {tuple(tensor.shape)}) is on {tensor.device}, but the model "
-                f"{type(model).__name__} is on {expected}. Pass device={str(expected)!r} to train()/evaluate() "
-                "to move batches there, or move the data yourself."
-            )
+    misplaced = find_misplaced(model, _tensors(batch))
+    if misplaced is not None:
+        index, tensor, expected = misplaced
+        raise RuntimeError(
+            f"batch tensor {index} (shape {tuple(tensor.shape)}) is on {tensor.device}, but the model "
+            f"{type(model).__name__} is on {expected}. Pass device={str(expected)!r} to train()/evaluate() "
+            "to move batches there, or move the data yourself."
+        )
 
 
 # -- evaluation ----------------------------------------------------------------------------------
@@ -342,19 +343,12 @@ def read_checkpoint_metadata(path: str | Path) -> dict[str, Any]:
 
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module) -> dict[str, Any]:
-    """Load weights saved by :func:`save_checkpoint` into ``model`` (strictly) and return the metadata."""
+    """Load weights saved by :func:`save_checkpoint` into ``model`` (strictly: a key missing, left over or
+    of another shape raises :class:`seqlab.checks.StateDictMismatch`) and return the metadata."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}; the script scripts/make_checkpoints.py makes the "
                                 "course's checkpoints")
     state = load_file(str(path), device=str(module_device(model)))
-    own = model.state_dict()
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    wrong = [f"{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
-             for k in sorted(set(own) & set(state)) if state[k].shape != own[k].shape]
-    if missing or unexpected or wrong:
-        raise ValueError(f"checkpoint {path.name} does not fit {type(model).__name__}: "
-                         f"missing {missing}, unexpected {unexpected}, shape mismatches {wrong}")
-    model.load_state_dict(state)
+    load_state_dict_strict(model, state, source=f"checkpoint {path.name}")
     return read_checkpoint_metadata(path)

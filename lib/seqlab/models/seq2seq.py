@@ -45,7 +45,7 @@ from torch import Tensor, nn
 from seqlab.data.batching import IGNORE_INDEX, pad_sequences
 from seqlab.data.pairs import PairBatches, teacher_forcing
 from seqlab.decoding import Hypothesis, State, beam_search
-from seqlab.models._checks import check_ids
+from seqlab.checks import check_ids
 from seqlab.nn import recurrent_layer
 from seqlab.nn.attention import Attention
 from seqlab.nn.masks import padding_mask

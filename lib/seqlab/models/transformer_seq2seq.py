@@ -49,7 +49,7 @@ from torch import Tensor, nn
 
 from seqlab.data.pairs import teacher_forcing
 from seqlab.decoding import Hypothesis, beam_search
-from seqlab.models._checks import check_ids
+from seqlab.checks import check_ids, check_lengths, first_id_outside
 from seqlab.nn.masks import causal_mask, padding_mask
 from seqlab.nn.positional import SinusoidalPositionalEncoding
 from seqlab.nn.transformer import Transformer
@@ -81,8 +81,8 @@ class TransformerSeq2SeqConfig:
 
 def _check_vocab(name: str, ids: Tensor, size: int) -> None:
     """Ids outside the vocabulary would fail deep inside nn.Embedding with an index error: say so here."""
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= size):
-        bad = int(ids.max()) if int(ids.max()) >= size else int(ids.min())
+    bad = first_id_outside(ids, size)
+    if bad is not None:
         raise ValueError(f"{name} holds id {bad}, outside the vocabulary of {size} entries (ids 0 .. {size - 1})")
 
 
@@ -145,9 +145,7 @@ class TransformerSeq2Seq(nn.Module):
         lengths = check_ids("TransformerSeq2Seq", src, src_lengths)
         _check_vocab("src", src, self.config.src_vocab_size)
         if lengths is not None:
-            if len(lengths) and (int(lengths.min()) < 1 or int(lengths.max()) > src.shape[1]):
-                raise ValueError(f"src_lengths must be between 1 and the padded length {src.shape[1]}, "
-                                 f"got {lengths.tolist()}")
+            check_lengths("TransformerSeq2Seq", lengths, src.shape[1], what="src_lengths", minimum=1)
             lengths = lengths.to(src.device)
         if self.config.mark_source_end:
             src, lengths = self.append_end(src, lengths)
