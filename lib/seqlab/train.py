@@ -10,6 +10,7 @@ the model and every batch there. Without it, a batch on another device than the 
 error that says which is where.
 
 Checkpoints are safetensors files (weights only, safe to load) with a JSON metadata block.
+:func:`evaluating` (eval mode for a block) lives in :mod:`seqlab.modes`, below the models that use it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from safetensors.torch import load_file, safe_open, save_file
 
 from seqlab.checks import load_state_dict_strict
 from seqlab.device import find_misplaced, module_device
+from seqlab.modes import evaluating
 
 Batch = Any  # a tensor, or a tuple/list/dict of tensors
 LossFn = Callable[[torch.nn.Module, Batch], torch.Tensor]
@@ -144,26 +145,6 @@ def check_batch_device(model: torch.nn.Module, batch: Batch) -> None:
 
 
 # -- evaluation ----------------------------------------------------------------------------------
-@contextmanager
-def evaluating(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
-    """Run the block with ``model`` in eval mode (dropout off), then give every submodule back the
-    mode it had -- also when the block raises.
-
-    >>> with evaluating(model):
-    ...     logits = model(x)          # no dropout; model.training is what it was afterwards
-
-    Each submodule's own flag is restored, so a part kept in eval mode inside a training model
-    (a frozen embedding, say) stays so; ``model.train(was_training)`` would switch it back on.
-    """
-    modes = [(module, module.training) for module in model.modules()]
-    model.eval()
-    try:
-        yield model
-    finally:
-        for module, mode in modes:
-            module.training = mode
-
-
 @dataclass(frozen=True)
 class Evaluation:
     loss: float  # mean loss per batch (nats per token for lm_loss)

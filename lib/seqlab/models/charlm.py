@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from seqlab.decoding import sample_next
 from seqlab.nn import recurrent_layer
-from seqlab.train import evaluating
+from seqlab.modes import evaluating
 
 
 @dataclass

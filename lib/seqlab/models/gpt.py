@@ -48,7 +48,7 @@ from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import AttentionCache, KVCache
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
 from seqlab.nn.transformer import ACTIVATIONS, TransformerEncoderLayer
-from seqlab.train import evaluating
+from seqlab.modes import evaluating
 
 __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
 

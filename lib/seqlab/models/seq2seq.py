@@ -49,7 +49,7 @@ from seqlab.checks import check_ids
 from seqlab.nn import recurrent_layer
 from seqlab.nn.attention import Attention
 from seqlab.nn.masks import padding_mask
-from seqlab.train import evaluating
+from seqlab.modes import evaluating
 
 
 @dataclass
