@@ -95,7 +95,7 @@ register(Exercise(
 
 # -- 2. mean pooling over the real tokens ----------------------------------------------------------------------
 def _mean_pool(last_hidden_state: Tensor, attention_mask: Tensor) -> Tensor:
-    from seqlab.pretrained import SentenceEncoder
+    from seqlab.minilm import SentenceEncoder
 
     return SentenceEncoder.mean_pool(last_hidden_state, attention_mask)
 
@@ -154,8 +154,8 @@ PAIR_B = ("I loved this film.", "The movie was wonderful.")
 
 @lru_cache(maxsize=1)
 def measure_pair_similarities() -> tuple[float, float]:
-    """The cosine similarity MiniLM (seqlab.pretrained.load_minilm) gives pair A and pair B."""
-    from seqlab.pretrained import load_minilm
+    """The cosine similarity MiniLM (seqlab.minilm.load_minilm) gives pair A and pair B."""
+    from seqlab.minilm import load_minilm
 
     with torch.random.fork_rng(devices=[]):                      # building the model draws initial weights
         e = load_minilm().encode([*PAIR_A, *PAIR_B])             # (4, 384), unit length
