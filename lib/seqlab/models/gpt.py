@@ -42,13 +42,13 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import Tensor, nn
 
-from seqlab.decoding import sample_next
 from seqlab.checks import check_id_range, check_ids
+from seqlab.decoding import sample_next
+from seqlab.modes import evaluating
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import AttentionCache, KVCache
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
 from seqlab.nn.transformer import ACTIVATIONS, TransformerEncoderLayer
-from seqlab.modes import evaluating
 
 __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
 

@@ -47,9 +47,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.data.pairs import teacher_forcing
-from seqlab.decoding import Hypothesis, beam_search
 from seqlab.checks import check_ids, check_lengths, first_id_outside
+from seqlab.data.pairs import teacher_forcing
+from seqlab.decoding import Hypothesis, beam_search, cut_at_eos, target_log_prob
 from seqlab.nn.masks import causal_mask, padding_mask
 from seqlab.nn.positional import SinusoidalPositionalEncoding
 from seqlab.nn.transformer import Transformer
@@ -214,11 +214,7 @@ class TransformerSeq2Seq(nn.Module):
             done |= tokens == c.eos_id
             if done.all():
                 break
-        outputs = []
-        for row in written[:, 1:].cpu():                                   # drop <bos>; cut at the first <eos>
-            ends = (row == c.eos_id).nonzero()
-            outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
-        return outputs
+        return cut_at_eos(written[:, 1:], c.eos_id)                        # drop <bos>
 
     @torch.no_grad()
     def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
@@ -259,6 +255,4 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def log_prob(self, src: Tensor, target: Tensor) -> float:
         """:math:`\\log p(y \\mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included."""
-        tgt_in, tgt_out = teacher_forcing(target, self.config.bos_id, self.config.eos_id)
-        log_probs = F.log_softmax(self(src[None], None, tgt_in[None])[0].float(), dim=-1)     # (T+1, V)
-        return float(log_probs.gather(1, tgt_out[:, None]).sum())
+        return target_log_prob(self, src, target)
