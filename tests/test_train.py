@@ -242,3 +242,16 @@ def test_eval_seconds_exclude_the_evaluations_and_the_clock_is_pluggable():
     # a fake clock that ticks once per reading: start 0; evaluation 1 reads 1 and 2, evaluation 2 reads 3 and 4,
     # so training before them took 1 and 3 - 1 (the first evaluation's tick excluded) = 2 ticks; the end reads 5
     assert history.eval_steps == [2, 4] and history.eval_seconds == [1.0, 2.0] and history.seconds == 5.0
+
+
+def test_torch_threads_sets_the_count_for_the_block_and_restores_it_on_error():
+    from seqlab.device import torch_threads
+
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="inside"):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before

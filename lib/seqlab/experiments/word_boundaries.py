@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from seqlab.device import torch_threads
+
 #: the three taggers of section 3.2: GRU, embedding 32, hidden 64 per direction, linear read-out to 2 tags
 TAGGER_CONFIGS: dict[str, dict] = {"uni-1": dict(num_layers=1, bidirectional=False),
                                    "uni-2": dict(num_layers=2, bidirectional=False),
@@ -35,20 +37,15 @@ def space_taggers() -> dict[str, tuple[torch.nn.Module, Any]]:
 
     data = word_boundary_data()
     trained = {}
-    threads = torch.get_num_threads()
     # one thread, as in the notebook: the same numbers wherever this runs, and small GRUs gain nothing
     # from a second thread (on a busy machine, threads that wait for each other make training far slower)
-    torch.set_num_threads(1)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            for name, config in TAGGER_CONFIGS.items():
-                torch.manual_seed(0)
-                model = SequenceTagger(len(data.vocab), 2, cell="gru", embed_size=32, hidden_size=64, **config)
-                history = train(model, PaddedBatches(data.train, TAGGER_BATCH, seed=0), tagging_loss,
-                                max_steps=TAGGER_STEPS, lr=1e-2, seed=0, progress=False)
-                trained[name] = (model, history)
-    finally:
-        torch.set_num_threads(threads)
+    with torch_threads(1), torch.random.fork_rng(devices=[]):
+        for name, config in TAGGER_CONFIGS.items():
+            torch.manual_seed(0)
+            model = SequenceTagger(len(data.vocab), 2, cell="gru", embed_size=32, hidden_size=64, **config)
+            history = train(model, PaddedBatches(data.train, TAGGER_BATCH, seed=0), tagging_loss,
+                            max_steps=TAGGER_STEPS, lr=1e-2, seed=0, progress=False)
+            trained[name] = (model, history)
     return trained
 
 
