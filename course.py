@@ -6,6 +6,7 @@
     python3 course.py test       # set up if needed, then run every test (unit + notebooks)
     python3 course.py execute    # maintainers: re-run every notebook in place, print run times
     python3 course.py bench      # speed comparisons (seqlab vs torch.nn), printed as ratios
+    python3 course.py bench rnn --hidden 256   # one benchmark, with its own flags
     python3 course.py site       # the offline HTML edition of the executed notebooks, in build/site/
 
 ``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make site`` / ``make reset NB=NAME`` call
@@ -455,13 +456,27 @@ def cmd_execute(args: list[str]) -> int:
     return subprocess.run([str(py), str(ROOT / "scripts" / "execute_notebooks.py"), *args], cwd=ROOT).returncode
 
 
+def bench_plan(args: list[str], scripts: Path = ROOT / "scripts") -> list[list[str]]:
+    """What ``course.py bench ARGS`` runs: with no ARGS every ``scripts/bench_*.py``; with ``NAME [FLAGS]``
+    (e.g. ``rnn --hidden 256``) that one benchmark with its flags. Each script takes its own flags, so
+    flags without a name would reach scripts that reject them: that exits with the names to choose from."""
+    benches = {path.stem.removeprefix("bench_"): path for path in sorted(scripts.glob("bench_*.py"))}
+    if not args:
+        return [[str(path)] for path in benches.values()]
+    name, *flags = args
+    if name not in benches:
+        raise SystemExit(f"course.py bench: name the benchmark first, one of {', '.join(benches)}; got {name!r} "
+                         f"(e.g. course.py bench rnn --hidden 256; each script's --help lists its flags)")
+    return [[str(benches[name]), *flags]]
+
+
 def cmd_bench(args: list[str]) -> int:
+    plan = bench_plan(args)
     py = setup()
-    benches = sorted((ROOT / "scripts").glob("bench_*.py"))
     code = 0
-    for bench in benches:
-        log(f"benchmark {bench.name}")
-        code |= subprocess.run([str(py), str(bench), *args], cwd=ROOT).returncode
+    for command in plan:
+        log(f"benchmark {Path(command[0]).name}")
+        code |= subprocess.run([str(py), *command], cwd=ROOT).returncode
     return code
 
 

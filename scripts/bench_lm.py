@@ -17,7 +17,7 @@ the windows every checkpoint's recorded loss is measured on). The recipes:
   (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on matrices) with 100 warm-up steps and a cosine
   decay to 1e-4 over 2,000 steps, gradient clipping at 1.0, GPT-2's initialisation.
 - ``charlm-gpt``: seqlab's :class:`seqlab.models.gpt.GPT` with the recipe of the ``charlm-gpt``
-  checkpoint (seqlab.pretrained.CHECKPOINTS), its learning rate decayed to the end of the budget.
+  checkpoint (seqlab.recipes.CHECKPOINTS), its learning rate decayed to the end of the budget.
 - ``lstm`` / ``gru`` / ``rnn``: seqlab's CharLM with the ``charlm-lstm`` (``-gru``, ``-rnn``)
   checkpoints' recipe: embedding 64, 256 units, sequence 64, batch 32, Adam 3e-3, clipping 1.0.
 
@@ -65,7 +65,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seqlab import pretrained
+from seqlab import pretrained, recipes
 from seqlab.data import LMBatches, char_lm_data
 from seqlab.data.batching import forever
 from seqlab.models.charlm import CharLM, CharLMConfig
@@ -164,12 +164,12 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
                                    "cosine to 1e-4 at step 2000", "clip_norm": 1.0,
                                    "parameters": sum(p.numel() for p in model.parameters())})
     if name == "charlm-gpt":
-        spec = pretrained.CHECKPOINTS["charlm-gpt"]
-        model = pretrained.build_model("charlm-gpt", **(gpt_overrides or {}))
+        spec = recipes.CHECKPOINTS["charlm-gpt"]
+        model = recipes.build_model("charlm-gpt", **(gpt_overrides or {}))
         setup = {**spec["training"], **(train_overrides or {}), **({"lr": lr} if lr is not None else {})}
         if setup["seq_len"] > model.config.context:
             raise ValueError(f"seq_len {setup['seq_len']} is longer than the GPT's context {model.config.context}")
-        optimizer, schedule = pretrained.gpt_optimizer(model, setup)
+        optimizer, schedule = recipes.gpt_optimizer(model, setup)
         return Recipe(name, model, optimizer, batch_size=setup["batch_size"], seq_len=setup["seq_len"],
                       clip_norm=setup["clip_norm"], schedule=schedule,
                       description={"built_from": "seqlab (seqlab.models.gpt.GPT)", "config": model.config.to_dict(),
@@ -179,11 +179,11 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
         if schedule not in RECURRENT_SCHEDULES:
             raise ValueError(f"schedule must be one of {sorted(RECURRENT_SCHEDULES)}, got {schedule!r}")
         model = CharLM(CharLMConfig(vocab_size=vocab_size, cell=name))
-        return Recipe(name, model, torch.optim.Adam(model.parameters(), lr=3e-3), batch_size=pretrained.BATCH_SIZE,
-                      seq_len=pretrained.SEQ_LEN, clip_norm=1.0,
+        return Recipe(name, model, torch.optim.Adam(model.parameters(), lr=3e-3), batch_size=recipes.BATCH_SIZE,
+                      seq_len=recipes.SEQ_LEN, clip_norm=1.0,
                       schedule=warmup_cosine(0, 0.1) if schedule == "cosine" else None,
                       description={"built_from": "seqlab (seqlab.models.charlm.CharLM)", "config": model.config.to_dict(),
-                                   "batch_size": pretrained.BATCH_SIZE, "seq_len": pretrained.SEQ_LEN,
+                                   "batch_size": recipes.BATCH_SIZE, "seq_len": recipes.SEQ_LEN,
                                    "optimizer": "Adam lr 3e-3", "schedule": RECURRENT_SCHEDULES[schedule],
                                    "clip_norm": 1.0,
                                    "parameters": sum(p.numel() for p in model.parameters())})
@@ -353,7 +353,7 @@ def main(argv: list[str]) -> int:
                                          if args.clock == "cpu" else "wall-clock time, evaluations excluded"),
                        "threads": args.threads},
             "validation": {"curve_batches": len(subset), "final_batches": len(full),
-                           "batch": [pretrained.BATCH_SIZE, pretrained.SEQ_LEN]},
+                           "batch": [recipes.BATCH_SIZE, recipes.SEQ_LEN]},
             "results": results,
             "comparisons": diffs,
             "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": args.threads,

@@ -27,7 +27,7 @@ SENTENCE = "In 2010, she moved to Paris. Five years later, in 2015, she "   # 60
 
 
 def _models() -> tuple[dict[str, torch.nn.Module], list[str]]:
-    from seqlab import pretrained
+    from seqlab import pretrained, recipes
 
     models, sources = {}, []
     for label, name in (("LSTM", "charlm-lstm"), ("GRU", "charlm-gru"), ("RNN", "charlm-rnn")):
@@ -35,7 +35,7 @@ def _models() -> tuple[dict[str, torch.nn.Module], list[str]]:
             models[label], _ = pretrained.load_pretrained(name)
             sources.append(f"{label}: trained")
         except (FileNotFoundError, OSError):
-            models[label] = pretrained.build_model(name).eval()
+            models[label] = recipes.build_model(name).eval()
             sources.append(f"{label}: untrained")
     return models, sources
 

@@ -35,14 +35,14 @@ from collections import defaultdict
 
 import torch
 
-from seqlab import pretrained
+from seqlab import pretrained, recipes
 from seqlab.data import LMBatches, char_lm_data, make_reversals, manifest
 from seqlab.data.pairs import PairBatches, pair_vocabs
 from seqlab.device import seed_everything
 from seqlab.models.seq2seq import ScheduledSampling, linear_schedule, seq2seq_loss, translate
 from seqlab.train import lm_loss, save_checkpoint, train
 
-SEQ_LEN, LR, CLIP, SEED = pretrained.SEQ_LEN, 3e-3, 1.0, 0
+SEQ_LEN, LR, CLIP, SEED = recipes.SEQ_LEN, 3e-3, 1.0, 0
 
 # Notebook 12: three digit reversers on one budget (notebook 8's recipe, section 5). The GRU ones
 # are notebooks 7 and 8's models exactly; the Transformer is seqlab's, pre-norm (it trains without
@@ -83,19 +83,19 @@ def last_hundred_mean(losses: list[float]) -> float:
 
 
 def make(name: str, steps: int | None, minutes: float | None) -> dict:
-    if pretrained.CHECKPOINTS[name].get("model") == "GPT":
+    if recipes.CHECKPOINTS[name].get("model") == "GPT":
         return make_gpt(name, steps, minutes)
     data = char_lm_data()
     seed_everything(SEED)
-    model = pretrained.build_model(name)
-    batches = LMBatches(data.train, pretrained.BATCH_SIZE, SEQ_LEN, seed=SEED)
+    model = recipes.build_model(name)
+    batches = LMBatches(data.train, recipes.BATCH_SIZE, SEQ_LEN, seed=SEED)
     history = train(model, batches, lm_loss, lr=LR, clip_norm=CLIP, max_steps=steps,
                     time_budget_s=None if minutes is None else minutes * 60, description=name)
     val_loss = pretrained.validation_loss(model)
     record = {
         "name": name,
         "config": model.config.to_dict(),
-        "training": {"seq_len": SEQ_LEN, "batch_size": pretrained.BATCH_SIZE, "lr": LR, "clip_norm": CLIP, "seed": SEED,
+        "training": {"seq_len": SEQ_LEN, "batch_size": recipes.BATCH_SIZE, "lr": LR, "clip_norm": CLIP, "seed": SEED,
                      "optimizer": "Adam", "steps": len(history.steps), "seconds": round(history.seconds, 1),
                      "steps_budget": steps, "minutes_budget": minutes, "final_train_loss_avg100": last_hundred_mean(history.train_loss)},
         "validation": {"loss": round(val_loss, 5), "batches": pretrained.VAL_BATCHES},
@@ -109,19 +109,19 @@ CURVE_POINTS, CURVE_BATCHES = 16, 10
 
 
 def make_gpt(name: str, steps: int | None, minutes: float | None) -> dict:
-    """A GPT checkpoint: its own recipe (pretrained.CHECKPOINTS[name]), timed in CPU-seconds on one thread.
+    """A GPT checkpoint: its own recipe (recipes.CHECKPOINTS[name]), timed in CPU-seconds on one thread.
 
     The learning rate warms up, then decays to the end of the budget (steps, or CPU-minutes). The record
     keeps the validation loss at CURVE_POINTS moments on the first CURVE_BATCHES validation batches, with
     the steps and CPU-seconds of training before each (evaluations excluded): the trend as the budget grows.
     """
-    spec = pretrained.CHECKPOINTS[name]
+    spec = recipes.CHECKPOINTS[name]
     setup = spec["training"]
     torch.set_num_threads(1)                        # CPU-seconds on one thread: comparable under load
     data = char_lm_data()
     seed_everything(setup["seed"])
-    model = pretrained.build_model(name)
-    optimizer, schedule = pretrained.gpt_optimizer(model, setup)
+    model = recipes.build_model(name)
+    optimizer, schedule = recipes.gpt_optimizer(model, setup)
     batches = LMBatches(data.train, setup["batch_size"], setup["seq_len"], seed=setup["seed"])
     curve_batches = pretrained.validation_batches()[:CURVE_BATCHES]
     every = max(1, steps // CURVE_POINTS) if steps is not None else None
@@ -239,7 +239,7 @@ def rescore(name: str) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    known = list(pretrained.CHECKPOINTS) + list(REVERSERS)
+    known = list(recipes.CHECKPOINTS) + list(REVERSERS)
     parser.add_argument("names", nargs="*", default=known, help=f"some of {known}")
     parser.add_argument("--steps", type=int, help="training steps for each (default: the table's)")
     parser.add_argument("--minutes", type=float, help="a time budget for each, instead of (or beside) the steps")
@@ -255,12 +255,12 @@ def main(argv: list[str]) -> int:
                   + " / ".join(f"{record['test']['accuracy_by_length'][n]:.0%}" for n in (2, 12, 24))
                   + f" after {record['training']['steps']} steps ({record['training']['seconds']:.0f} s)", flush=True)
             continue
-        if name not in pretrained.CHECKPOINTS:
+        if name not in recipes.CHECKPOINTS:
             parser.error(f"unknown checkpoint {name!r}; expected some of {known}")
         if args.rescore:
             record = rescore(name)
         else:
-            steps = args.steps if args.steps is not None else (None if args.minutes else pretrained.CHECKPOINTS[name]["steps"])
+            steps = args.steps if args.steps is not None else (None if args.minutes else recipes.CHECKPOINTS[name]["steps"])
             record = make(name, steps, args.minutes)
         training = record["training"]
         took = (f"{training['seconds']:.0f} s" if "seconds" in training

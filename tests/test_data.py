@@ -203,3 +203,13 @@ def test_make_reversals_is_seeded_digits_and_their_reverse():
     assert {len(s) for s, _ in pairs} == set(range(3, 8))
     with pytest.raises(ValueError, match="need 1 <= min_len <= max_len, got min_len=5, max_len=2"):
         make_reversals(3, min_len=5, max_len=2)
+
+
+def test_epoch_order_is_one_permutation_per_epoch_and_the_same_every_run():
+    from seqlab.data.batching import epoch_order
+
+    first = epoch_order(10, shuffle=True, seed=3, epoch=0)
+    assert sorted(first.tolist()) == list(range(10))
+    assert torch.equal(first, epoch_order(10, shuffle=True, seed=3, epoch=0))
+    assert not torch.equal(first, epoch_order(10, shuffle=True, seed=3, epoch=1))
+    assert epoch_order(4, shuffle=False, seed=3, epoch=5).tolist() == [0, 1, 2, 3]

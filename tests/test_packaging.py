@@ -256,3 +256,12 @@ def test_worker_threads_share_the_cores_and_wait_passively_only_when_oversubscri
     assert three["OMP_NUM_THREADS"] == "3" and three["OMP_WAIT_POLICY"] == "PASSIVE"
     assert course.worker_threads({"PATH": "/bin"}, 1, cpus=2) == {"PATH": "/bin"}      # alone: torch's own default
     assert course.worker_threads({"OMP_WAIT_POLICY": "ACTIVE", "OMP_NUM_THREADS": "2"}, 2, cpus=2)["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_bench_runs_every_benchmark_or_one_named_with_its_own_flags(tmp_path):
+    for name in ("bench_lm.py", "bench_rnn.py"):
+        (tmp_path / name).write_text("")
+    assert course.bench_plan([], tmp_path) == [[str(tmp_path / "bench_lm.py")], [str(tmp_path / "bench_rnn.py")]]
+    assert course.bench_plan(["rnn", "--hidden", "256"], tmp_path) == [[str(tmp_path / "bench_rnn.py"), "--hidden", "256"]]
+    with pytest.raises(SystemExit, match="name the benchmark first, one of lm, rnn; got '--hidden'"):
+        course.bench_plan(["--hidden", "256"], tmp_path)

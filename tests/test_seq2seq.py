@@ -295,3 +295,10 @@ def test_scheduled_sampling_trains_and_errors_are_clear(dates):
 
 def np_mean(values):
     return sum(values) / len(values)
+
+
+def test_cut_at_eos_keeps_each_row_up_to_its_first_eos_and_a_row_without_one_whole():
+    from seqlab.decoding import cut_at_eos
+
+    written = torch.tensor([[5, 2, 7, 2], [6, 6, 6, 6], [2, 9, 9, 9]])          # eos_id = 2
+    assert [row.tolist() for row in cut_at_eos(written, 2)] == [[5], [6, 6, 6, 6], []]

@@ -261,3 +261,16 @@ def test_notebook_show_puts_the_alt_text_on_the_figure(monkeypatch):
     assert not plt.fignum_exists(fig.number)          # closed: not drawn a second time at the cell's end
     with pytest.raises(ValueError, match="alt text of a sentence or more"):
         show(plt.figure(), "a plot")
+
+
+def test_torch_threads_sets_the_count_for_the_block_and_restores_it_on_error():
+    from seqlab.device import torch_threads
+
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="inside"):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before

@@ -4,7 +4,8 @@ Importing seqlab has no side effects: it downloads nothing, trains nothing, prin
 Subpackages: ``seqlab.data`` (corpora, vocabularies, batching, synthetic tasks, downloads),
 ``seqlab.train`` (the shared training loop), ``seqlab.device`` (CPU/CUDA choice),
 ``seqlab.nn`` (from-scratch torch.nn twins and building blocks), ``seqlab.models`` (task models built
-from them), ``seqlab.widgets`` (interactive figures).
+from them), ``seqlab.widgets`` (interactive figures), ``seqlab.exercises`` (the notebooks' checkers)
+and ``seqlab.experiments`` (the runs their "predict, then measure" exercises judge).
 """
 
 from seqlab.device import get_device, seed_everything

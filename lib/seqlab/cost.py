@@ -41,6 +41,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from seqlab.device import torch_threads
+
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}   # gate blocks stacked in W_ih / W_hh (torch's layout)
 
 __all__ = ["GATES", "SavedTensorMeter", "attention_flops", "attention_matrix_bytes", "best_time",
@@ -364,10 +366,5 @@ def best_time(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, threa
         clock = time.perf_counter
     else:
         step, clock = fn, time.process_time
-    previous = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         return min(time_interleaved({"fn": step}, warmup=warmup, repeats=repeats, clock=clock)["fn"])
-    finally:
-        torch.set_num_threads(previous)

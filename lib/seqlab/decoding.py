@@ -9,6 +9,8 @@ greedy argmax. Top-k keeps only the k largest logits before the softmax.
 
 An encoder-decoder model wants the most probable *whole* output instead. Choosing the likeliest
 token at every step (greedy) can miss it; :func:`beam_search` keeps the ``k`` best prefixes.
+:func:`cut_at_eos` and :func:`target_log_prob` are what both translation models (the RNN
+``Seq2Seq`` and ``TransformerSeq2Seq``) share around their own decoding steps.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
+
+from seqlab.data.pairs import teacher_forcing
 
 State = Any  # a tensor (L, n, H) or a tuple of them, e.g. an LSTM's (h, c)
 
@@ -133,3 +138,22 @@ def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]
         finished += [Hypothesis(tokens, score, False) for tokens, score in zip(alive, alive_log_probs.tolist())]
     ranked = sorted(finished, key=lambda h: (not h.finished, -h.score(length_penalty)))
     return ranked[:beam_size]
+
+
+def cut_at_eos(written: torch.Tensor, eos_id: int) -> list[torch.Tensor]:
+    """Each row of ``written`` ``(B, steps)`` up to its first ``<eos>`` (left out), as 1-D CPU tensors;
+    a row without ``<eos>`` stays whole (the decoder ran out of steps)."""
+    outputs = []
+    for row in written.cpu():
+        ends = (row == eos_id).nonzero()
+        outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
+    return outputs
+
+
+def target_log_prob(model: torch.nn.Module, src: torch.Tensor, target: torch.Tensor) -> float:
+    r""":math:`\log p(y \mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included, under a
+    translation model called as ``model(src (1, S), None, tgt_in (1, T + 1))`` -> logits ``(1, T + 1, V)``
+    with ``model.config.bos_id`` and ``eos_id`` (teacher forcing: one forward pass)."""
+    tgt_in, tgt_out = teacher_forcing(target, model.config.bos_id, model.config.eos_id)
+    log_probs = F.log_softmax(model(src[None], None, tgt_in[None])[0].float(), dim=-1)   # (T+1, V)
+    return float(log_probs.gather(1, tgt_out[:, None]).sum())

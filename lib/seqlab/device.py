@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -55,6 +57,22 @@ def seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` torch CPU threads (None: leave the setting), restoring it after, also on error.
+
+    One thread makes small models' numbers and timings the same wherever they run; restoring keeps
+    the caller's (a notebook's) own setting.
+    """
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def module_device(module: torch.nn.Module) -> torch.device:
     """The device of a module's first parameter or buffer (CPU for a module with neither)."""
     for tensor in module.parameters():
@@ -64,16 +82,27 @@ def module_device(module: torch.nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
+def find_misplaced(module: torch.nn.Module,
+                   tensors: Sequence[torch.Tensor]) -> tuple[int, torch.Tensor, torch.device] | None:
+    """The first tensor that is not on the module's device, as ``(index, tensor, module's device)``;
+    None when all are. The one device check: its callers word the error for their context."""
+    expected = module_device(module)
+    for index, tensor in enumerate(tensors):
+        if tensor.device != expected:
+            return index, tensor, expected
+    return None
+
+
 def check_same_device(module: torch.nn.Module, *tensors: torch.Tensor, names: tuple[str, ...] = ()) -> None:
     """Raise a clear error when a tensor is not on the module's device.
 
     ``names`` labels the tensors in the message (default: ``input 0``, ``input 1``, ...).
     """
-    expected = module_device(module)
-    for index, tensor in enumerate(tensors):
-        if tensor.device != expected:
-            name = names[index] if index < len(names) else f"input {index}"
-            raise RuntimeError(
-                f"{name} is on {tensor.device} but the model {type(module).__name__} is on {expected}; "
-                f"move one of them, e.g. tensor.to({str(expected)!r}) or model.to({str(tensor.device)!r})"
-            )
+    misplaced = find_misplaced(module, tensors)
+    if misplaced is not None:
+        index, tensor, expected = misplaced
+        name = names[index] if index < len(names) else f"input {index}"
+        raise RuntimeError(
+            f"{name} is on {tensor.device} but the model {type(module).__name__} is on {expected}; "
+            f"move one of them, e.g. tensor.to({str(expected)!r}) or model.to({str(tensor.device)!r})"
+        )

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seqlab.train import evaluating
+from seqlab.modes import evaluating
 
 __all__ = [
     "ACTIVATIONS", "Activation", "BPTTGrads", "bptt_step", "gradient_norms_through_time", "input_sensitivity",

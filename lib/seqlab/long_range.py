@@ -24,7 +24,6 @@ Deterministic: a fixed number of steps, seeded model initialisation, seeded data
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
@@ -32,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.data.synthetic import adding_problem
+from seqlab.device import torch_threads
 from seqlab.models.regressor import SequenceRegressor
 from seqlab.nn import CELLS
 from seqlab.train import History, train
@@ -148,18 +148,6 @@ class MemoryRun:
                 "parameters": self.parameters, "baseline": dict(self.baseline)}
 
 
-@contextmanager
-def _threads(n: int | None):
-    """Run the block with ``n`` torch threads (None: leave them), restoring the setting after."""
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_adding(cell: str, config: AddingConfig | None = None, *, progress: bool = False,
                  threads: int | None = 1, **overrides) -> MemoryRun:
     """Train a :class:`SequenceRegressor` of type ``cell`` on the adding problem; return the run.
@@ -184,7 +172,7 @@ def train_adding(cell: str, config: AddingConfig | None = None, *, progress: boo
     model = SequenceRegressor(cell, 2, config.hidden_size)
     data = AddingBatches(config.batch_size, config.length, seed=config.seed)
     x_val, y_val = data.validation(config.eval_size)
-    with _threads(threads):
+    with torch_threads(threads):
         history = train(model, data, mse_loss, lr=config.lr, max_steps=config.steps, clip_norm=config.clip_norm,
                         eval_batches=[(x_val, y_val)], eval_every=config.eval_every, seed=config.seed,
                         progress=progress, description=f"{cell} on the adding problem")

@@ -26,7 +26,7 @@ from torch import Tensor
 
 from seqlab.data.batching import IGNORE_INDEX
 from seqlab.data.tagging import TaggedLine
-from seqlab.train import evaluating
+from seqlab.modes import evaluating
 
 Batch = tuple[Tensor, Tensor, Tensor]
 

@@ -10,6 +10,7 @@ the model and every batch there. Without it, a batch on another device than the 
 error that says which is where.
 
 Checkpoints are safetensors files (weights only, safe to load) with a JSON metadata block.
+:func:`evaluating` (eval mode for a block) lives in :mod:`seqlab.modes`, below the models that use it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, safe_open, save_file
 
-from seqlab.device import module_device
+from seqlab.checks import load_state_dict_strict
+from seqlab.device import find_misplaced, module_device
+from seqlab.modes import evaluating
 
 Batch = Any  # a tensor, or a tuple/list/dict of tensors
 LossFn = Callable[[torch.nn.Module, Batch], torch.Tensor]
@@ -132,37 +134,17 @@ def to_device(batch: Batch, device: torch.device) -> Batch:
 
 def check_batch_device(model: torch.nn.Module, batch: Batch) -> None:
     """Raise a clear error if a batch tensor is not on the model's device."""
-    expected = module_device(model)
-    for index, tensor in enumerate(_tensors(batch)):
-        if tensor.device != expected:
-            raise RuntimeError(
-                f"batch tensor {index} (shape {tuple(tensor.shape)}) is on {tensor.device}, but the model "
-                f"{type(model).__name__} is on {expected}. Pass device={str(expected)!r} to train()/evaluate() "
-                "to move batches there, or move the data yourself."
-            )
+    misplaced = find_misplaced(model, _tensors(batch))
+    if misplaced is not None:
+        index, tensor, expected = misplaced
+        raise RuntimeError(
+            f"batch tensor {index} (shape {tuple(tensor.shape)}) is on {tensor.device}, but the model "
+            f"{type(model).__name__} is on {expected}. Pass device={str(expected)!r} to train()/evaluate() "
+            "to move batches there, or move the data yourself."
+        )
 
 
 # -- evaluation ----------------------------------------------------------------------------------
-@contextmanager
-def evaluating(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
-    """Run the block with ``model`` in eval mode (dropout off), then give every submodule back the
-    mode it had -- also when the block raises.
-
-    >>> with evaluating(model):
-    ...     logits = model(x)          # no dropout; model.training is what it was afterwards
-
-    Each submodule's own flag is restored, so a part kept in eval mode inside a training model
-    (a frozen embedding, say) stays so; ``model.train(was_training)`` would switch it back on.
-    """
-    modes = [(module, module.training) for module in model.modules()]
-    model.eval()
-    try:
-        yield model
-    finally:
-        for module, mode in modes:
-            module.training = mode
-
-
 @dataclass(frozen=True)
 class Evaluation:
     loss: float  # mean loss per batch (nats per token for lm_loss)
@@ -342,19 +324,12 @@ def read_checkpoint_metadata(path: str | Path) -> dict[str, Any]:
 
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module) -> dict[str, Any]:
-    """Load weights saved by :func:`save_checkpoint` into ``model`` (strictly) and return the metadata."""
+    """Load weights saved by :func:`save_checkpoint` into ``model`` (strictly: a key missing, left over or
+    of another shape raises :class:`seqlab.checks.StateDictMismatch`) and return the metadata."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}; the script scripts/make_checkpoints.py makes the "
                                 "course's checkpoints")
     state = load_file(str(path), device=str(module_device(model)))
-    own = model.state_dict()
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    wrong = [f"{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
-             for k in sorted(set(own) & set(state)) if state[k].shape != own[k].shape]
-    if missing or unexpected or wrong:
-        raise ValueError(f"checkpoint {path.name} does not fit {type(model).__name__}: "
-                         f"missing {missing}, unexpected {unexpected}, shape mismatches {wrong}")
-    model.load_state_dict(state)
+    load_state_dict_strict(model, state, source=f"checkpoint {path.name}")
     return read_checkpoint_metadata(path)

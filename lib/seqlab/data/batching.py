@@ -85,6 +85,14 @@ def lm_windows(ids: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Ten
     return x, y
 
 
+def epoch_order(n: int, *, shuffle: bool, seed: int, epoch: int) -> torch.Tensor:
+    """The order ``(n,)`` in which a batcher visits its ``n`` items in epoch ``epoch``: a permutation drawn
+    with ``seed + epoch`` (every epoch differs, every run is the same), or ``0 .. n - 1`` unshuffled."""
+    if shuffle:
+        return torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
+    return torch.arange(n)
+
+
 class LMBatches:
     """Batches of (x, y) windows for language modelling; one pass over it is one epoch.
 
@@ -111,10 +119,7 @@ class LMBatches:
         return full + (1 if rest and not self.drop_last else 0)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        if self.shuffle:
-            order = torch.randperm(len(self.x), generator=torch.Generator().manual_seed(self.seed + self.epoch))
-        else:
-            order = torch.arange(len(self.x))
+        order = epoch_order(len(self.x), shuffle=self.shuffle, seed=self.seed, epoch=self.epoch)
         self.epoch += 1
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             index = order[start : start + self.batch_size]
@@ -227,10 +232,7 @@ class PaddedBatches:
         return ids, targets, lengths
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        if self.shuffle:
-            order = torch.randperm(len(self.pairs), generator=torch.Generator().manual_seed(self.seed + self.epoch))
-        else:
-            order = torch.arange(len(self.pairs))
+        order = epoch_order(len(self.pairs), shuffle=self.shuffle, seed=self.seed, epoch=self.epoch)
         self.epoch += 1
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             yield self.collate([self.pairs[i] for i in order[start:start + self.batch_size].tolist()])

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 import torch
 
+from seqlab.checks import check_id_range
 from seqlab.data.batching import IGNORE_INDEX, LMBatches
 
 __all__ = ["MaskedLMBatches", "MaskedTokens", "apply_masking", "mask_tokens"]
@@ -125,11 +126,7 @@ def _check_mask_args(ids, mask_id, vocab_size, generator, p, special_ids, mask_s
     if mask_share < 0 or random_share < 0 or mask_share + random_share > 1:
         raise ValueError(f"mask_tokens: mask_share and random_share must be >= 0 with a sum <= 1 (the rest stays "
                          f"unchanged), got {mask_share} and {random_share}")
-    if ids.numel():
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= vocab_size:
-            raise ValueError(f"mask_tokens: ids must lie in 0 .. {vocab_size - 1} (vocab_size={vocab_size}), got an "
-                             f"id of {low if low < 0 else high}")
+    check_id_range("mask_tokens", ids, vocab_size)
     return specials
 
 

@@ -11,13 +11,13 @@ and the returned value, and a hint. Nothing is raised, so a notebook with unfini
 still runs top to bottom; the result is truthy only when every case passes.
 
 Adding an exercise for another notebook: build an :class:`Exercise` and :func:`register` it in
-that notebook's module (``seqlab/exercises/nbNN_topic.py``), and import the module in
-``seqlab/exercises/__init__.py``.
+that notebook's module, ``seqlab/exercises/nbNN_topic.py``; ``seqlab/exercises/__init__.py``
+imports every ``nb*`` module it finds, so a new file is registered without further edits.
 
-"Predict, then measure" exercises judge a prediction against a measurement, which the reference
-solution makes. Where the experiment is cheap the reference runs it (once per process, cached);
-where it is a training run too slow to repeat inside ``check``, the notebook runs it once and
-hands the result to a :class:`Measurement`, which the reference reads back.
+"Predict, then measure" exercises judge a prediction against a measurement. The experiment itself
+lives in :mod:`seqlab.experiments` (run once per process, cached), where the notebook reads it too;
+the checker only compares. Where it is a training run the notebook makes with the student's own
+settings, the notebook hands the result to a :class:`Measurement`, which the reference reads back.
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
-from functools import lru_cache
 from collections.abc import Sequence
 from typing import Any
 
 from seqlab.exercises._core import Case, Exercise, register
+# shuffle_words too: notebook 1 and tests/test_exercises_nb01.py import it from here
+from seqlab.experiments.word_shuffle import measure_word_shuffle, shuffle_words  # noqa: F401
 
 
 def _perplexity(probs: Sequence[float]) -> float:
@@ -144,44 +144,6 @@ register(Exercise(
 
 # -- 4. predict, then measure: which model notices that the words were shuffled? -----------------------
 SHUFFLE_CHOICES = ("unigram", "5-gram", "both", "neither")
-SHUFFLE_TEXT_CHARS = 50_000          # the first 50,000 characters of notebook 1's validation part
-
-
-def shuffle_words(text: str, seed: int = 0) -> str:
-    """``text`` with the words of every line in a random order (own generator, seeded).
-
-    Lines stay where they are and every character is kept (split on single spaces, so the
-    indentation's spaces survive): only the order of the words within each line changes.
-    """
-    rng = random.Random(seed)
-    lines = []
-    for line in text.split("\n"):
-        words = line.split(" ")
-        rng.shuffle(words)
-        lines.append(" ".join(words))
-    return "\n".join(lines)
-
-
-@lru_cache(maxsize=1)
-def measure_word_shuffle() -> dict[str, tuple[float, float]]:
-    """Perplexity of notebook 1's unigram and 5-gram models (interpolated Kneser-Ney, counted on the
-    first 90 % of Shakespeare) on the first 50,000 validation characters, as written and with the words of
-    every line shuffled: ``{"unigram": (original, shuffled), "5-gram": (original, shuffled)}``."""
-    from seqlab.data import Vocab, load_corpus, split_text
-    from seqlab.ngram import NGramLM
-
-    text = load_corpus("shakespeare")
-    splits = split_text(text, (0.9, 0.05, 0.05))
-    vocab = Vocab.chars(text)
-    original = splits.val[:SHUFFLE_TEXT_CHARS]
-    shuffled = shuffle_words(original)
-    result = {}
-    for name, n in (("unigram", 1), ("5-gram", 5)):
-        model = NGramLM(n, vocab=vocab.itos).fit(splits.train)
-        result[name] = (model.perplexity(original), model.perplexity(shuffled))
-    return result
-
-
 def _changes(measured: dict[str, tuple[float, float]]) -> set[str]:
     """The models whose perplexity moved by more than 0.1 % when the words were shuffled."""
     return {name for name, (before, after) in measured.items() if abs(after - before) > 1e-3 * before}

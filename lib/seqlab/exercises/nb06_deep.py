@@ -11,13 +11,12 @@
    bidirectional output; the checker recognises a backward pass that reads the padding, outputs
    not flipped back, the directions in the wrong order, and the wrong concatenation axis.
 4. ``predict_error_ratio``: predict, then measure -- how many times as many gaps the left-to-right
-   tagger gets wrong as the bidirectional one (notebook 6's taggers, trained once, measured).
+   tagger gets wrong as the bidirectional one (the run is :mod:`seqlab.experiments.word_boundaries`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,8 @@ import torch
 from torch import Tensor
 
 from seqlab.exercises._core import Case, Exercise, register
+# TAGGER_CONFIGS and space_taggers too: tests/test_exercises_nb06.py imports them from here
+from seqlab.experiments.word_boundaries import TAGGER_CONFIGS, measure_error_ratio, space_taggers  # noqa: F401
 
 # --------------------------------------------------------------------------------------------
 # Exercise 1: one step of belief monitoring
@@ -308,58 +309,7 @@ register(Exercise(
 # Exercise 4: predict, then measure -- how much does right-hand context cut the tagger's errors?
 # --------------------------------------------------------------------------------------------
 
-#: the three taggers of section 3.2: GRU, embedding 32, hidden 64 per direction, linear read-out to 2 tags
-TAGGER_CONFIGS: dict[str, dict] = {"uni-1": dict(num_layers=1, bidirectional=False),
-                                   "uni-2": dict(num_layers=2, bidirectional=False),
-                                   "bi-1": dict(num_layers=1, bidirectional=True)}
-TAGGER_STEPS, TAGGER_BATCH = 200, 32
 RATIO_TOLERANCE = 1.5          # a prediction within a factor 1.5 of the measured ratio counts as right
-
-
-@lru_cache(maxsize=1)
-def space_taggers() -> dict[str, tuple[torch.nn.Module, Any]]:
-    """Notebook 6's three word-boundary taggers (``TAGGER_CONFIGS``), each trained for 200 steps of 32 lines
-    with Adam (lr 1e-2) from seed 0 on the same batches: ``{name: (model, history)}``.
-
-    Trained once per process (a few seconds each on one CPU thread), inside ``fork_rng`` so that the
-    student's random numbers stay where they were; the notebook uses these very models.
-    """
-    from seqlab.data import PaddedBatches
-    from seqlab.data.tagging import word_boundary_data
-    from seqlab.models.readout import SequenceTagger
-    from seqlab.tagging import tagging_loss
-    from seqlab.train import train
-
-    data = word_boundary_data()
-    trained = {}
-    threads = torch.get_num_threads()
-    # one thread, as in the notebook: the same numbers wherever this runs, and small GRUs gain nothing
-    # from a second thread (on a busy machine, threads that wait for each other make training far slower)
-    torch.set_num_threads(1)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            for name, config in TAGGER_CONFIGS.items():
-                torch.manual_seed(0)
-                model = SequenceTagger(len(data.vocab), 2, cell="gru", embed_size=32, hidden_size=64, **config)
-                history = train(model, PaddedBatches(data.train, TAGGER_BATCH, seed=0), tagging_loss,
-                                max_steps=TAGGER_STEPS, lr=1e-2, seed=0, progress=False)
-                trained[name] = (model, history)
-    finally:
-        torch.set_num_threads(threads)
-    return trained
-
-
-@lru_cache(maxsize=1)
-def measure_error_ratio() -> dict[str, float]:
-    """Held-out test errors (share of gaps tagged wrong) of the left-to-right tagger ``uni-1`` and the
-    bidirectional ``bi-1``, and their ratio: ``{"uni-1": ..., "bi-1": ..., "ratio": uni-1 / bi-1}``."""
-    from seqlab.data import PaddedBatches
-    from seqlab.data.tagging import word_boundary_data
-    from seqlab.tagging import evaluate_tagger
-
-    test = PaddedBatches(word_boundary_data().test, 512, shuffle=False)
-    errors = {name: 1 - evaluate_tagger(space_taggers()[name][0], test).accuracy for name in ("uni-1", "bi-1")}
-    return errors | {"ratio": errors["uni-1"] / errors["bi-1"]}
 
 
 def _error_ratio() -> float:

@@ -4,7 +4,6 @@ BERT's attention mask built from padding."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import torch
@@ -14,6 +13,7 @@ from seqlab.data.batching import IGNORE_INDEX
 from seqlab.data.masking import apply_masking
 from seqlab.exercises._core import (Case, Exercise, Measurement, as_pair, first_difference, pair_within, randn64,
                                    register, tensor_hint)
+from seqlab.experiments.sentence_pairs import PAIR_A, PAIR_B, measure_pair_similarities
 
 MASK_ID = 9                                  # the cases' [MASK]; ordinary tokens are 0..8
 
@@ -95,7 +95,7 @@ register(Exercise(
 
 # -- 2. mean pooling over the real tokens ----------------------------------------------------------------------
 def _mean_pool(last_hidden_state: Tensor, attention_mask: Tensor) -> Tensor:
-    from seqlab.pretrained import SentenceEncoder
+    from seqlab.minilm import SentenceEncoder
 
     return SentenceEncoder.mean_pool(last_hidden_state, attention_mask)
 
@@ -148,20 +148,6 @@ register(Exercise(
 
 
 # -- 3. predict, then measure: which pair does MiniLM find more similar? -----------------------------------------
-PAIR_A = ("I loved this film.", "I did not love this film.")
-PAIR_B = ("I loved this film.", "The movie was wonderful.")
-
-
-@lru_cache(maxsize=1)
-def measure_pair_similarities() -> tuple[float, float]:
-    """The cosine similarity MiniLM (seqlab.pretrained.load_minilm) gives pair A and pair B."""
-    from seqlab.pretrained import load_minilm
-
-    with torch.random.fork_rng(devices=[]):                      # building the model draws initial weights
-        e = load_minilm().encode([*PAIR_A, *PAIR_B])             # (4, 384), unit length
-    return float(e[0] @ e[1]), float(e[2] @ e[3])
-
-
 def _more_similar() -> str:
     a, b = measure_pair_similarities()
     return "A" if a > b else "B"

@@ -56,7 +56,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.models._checks import check_ids
+from seqlab.checks import check_id_range, check_ids, check_lengths, load_state_dict_strict
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import padding_mask
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
@@ -191,10 +191,7 @@ class BertEncoder(nn.Module):
         name, c = type(self).__name__, self.config
         lengths = check_ids(name, input_ids, lengths)
         B, n = input_ids.shape
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size):
-            bad = int(input_ids.min()) if int(input_ids.min()) < 0 else int(input_ids.max())
-            raise ValueError(f"{name}: input_ids must lie in 0 .. {c.vocab_size - 1} (vocab_size={c.vocab_size}), "
-                             f"got an id of {bad}")
+        check_id_range(name, input_ids, c.vocab_size, what="input_ids")
         if n > c.max_len:
             raise ValueError(f"{name}: the learned position table holds max_len={c.max_len} positions, got a "
                              f"sequence of {n} tokens; shorten (truncate) the input")
@@ -205,15 +202,11 @@ class BertEncoder(nn.Module):
                        if isinstance(token_type_ids, Tensor) else type(token_type_ids).__name__)
                 raise ValueError(f"{name}: token_type_ids must be a torch.long tensor of shape {(B, n)} like "
                                  f"input_ids, got {got}")
-            if token_type_ids.numel() and (int(token_type_ids.min()) < 0
-                                           or int(token_type_ids.max()) >= c.type_vocab_size):
-                raise ValueError(f"{name}: token_type_ids must lie in 0 .. {c.type_vocab_size - 1}, got "
-                                 f"{sorted(set(token_type_ids.flatten().tolist()))}")
+            check_id_range(name, token_type_ids, c.type_vocab_size, what="token_type_ids", size_name="type_vocab_size")
         if attention_mask is not None and lengths is not None:
             raise ValueError(f"{name}: give attention_mask or lengths, not both")
         if lengths is not None:
-            if len(lengths) and (int(lengths.min()) < 0 or int(lengths.max()) > n):
-                raise ValueError(f"{name}: lengths must lie in 0 .. {n} (the padded length), got {lengths.tolist()}")
+            check_lengths(name, lengths, n)
             return padding_mask(lengths.to(input_ids.device), n)                    # (B, n), True = real
         if attention_mask is None:
             return None
@@ -352,25 +345,6 @@ def convert_hf_state_dict(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]
         out[f"encoder.layers.{layer}.self_attn.in_proj_{param}"] = torch.cat(
             [parts["query"], parts["key"], parts["value"]], dim=0)                     # (3 d, d) or (3 d,)
     return out
-
-
-def load_state_dict_strict(model: nn.Module, state_dict: Mapping[str, Tensor], source: str = "the checkpoint") -> None:
-    """``model.load_state_dict(state_dict)``, with an error naming every missing and unexpected key and shape."""
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state_dict))
-    unexpected = sorted(set(state_dict) - set(expected))
-    shapes = [f"{k}: expected {tuple(expected[k].shape)}, got {tuple(state_dict[k].shape)}"
-              for k in sorted(set(expected) & set(state_dict)) if expected[k].shape != state_dict[k].shape]
-    problems = []
-    if missing:
-        problems.append(f"missing from {source} ({len(missing)}): {', '.join(missing)}")
-    if unexpected:
-        problems.append(f"in {source} but not in {type(model).__name__} ({len(unexpected)}): {', '.join(unexpected)}")
-    if shapes:
-        problems.append("wrong shapes: " + "; ".join(shapes))
-    if problems:
-        raise KeyError(f"cannot load {source} into {type(model).__name__}: " + ". ".join(problems))
-    model.load_state_dict(state_dict, strict=True)
 
 
 def load_hf_bert(folder: str | Path, *, pooler: bool = True) -> BertEncoder:

@@ -16,8 +16,8 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.decoding import sample_next
+from seqlab.modes import evaluating
 from seqlab.nn import recurrent_layer
-from seqlab.train import evaluating
 
 
 @dataclass

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 from torch import Tensor, nn
 
-from seqlab.models._checks import check_ids
+from seqlab.checks import check_id_range, check_ids, check_lengths
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import causal_mask, padding_mask
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
@@ -135,21 +135,14 @@ class EncoderModel(nn.Module):
         return (h * real).sum(dim=1) / real.sum(dim=1).clamp(min=1.0)        # an empty sequence gives zeros
 
     def _check(self, ids: Tensor, lengths: Tensor | Sequence[int] | None) -> Tensor | None:
-        c = self.config
-        lengths = check_ids(type(self).__name__, ids, lengths)
-        if ids.numel():
-            low, high = int(ids.min()), int(ids.max())
-            if low < 0 or high >= c.vocab_size:
-                bad = low if low < 0 else high
-                raise ValueError(f"{type(self).__name__}: ids must lie in 0 .. {c.vocab_size - 1} "
-                                 f"(vocab_size={c.vocab_size}), got an id of {bad}")
+        c, name = self.config, type(self).__name__
+        lengths = check_ids(name, ids, lengths)
+        check_id_range(name, ids, c.vocab_size)
         n = ids.shape[1]
         if c.positional == "learned" and n > c.max_len:
-            raise ValueError(f"{type(self).__name__}: the learned position table holds max_len={c.max_len} "
+            raise ValueError(f"{name}: the learned position table holds max_len={c.max_len} "
                              f"positions, got a sequence of {n} tokens; build the model with a larger max_len")
-        if lengths is not None and len(lengths) and (int(lengths.min()) < 0 or int(lengths.max()) > n):
-            raise ValueError(f"{type(self).__name__}: lengths must lie in 0 .. {n} (the padded length), "
-                             f"got {lengths.tolist()}")
+        check_lengths(name, lengths, n)
         return lengths
 
     def extra_repr(self) -> str:

@@ -42,13 +42,13 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import Tensor, nn
 
+from seqlab.checks import check_id_range, check_ids
 from seqlab.decoding import sample_next
-from seqlab.models._checks import check_ids
+from seqlab.modes import evaluating
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import AttentionCache, KVCache
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
 from seqlab.nn.transformer import ACTIVATIONS, TransformerEncoderLayer
-from seqlab.train import evaluating
 
 __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
 
@@ -203,10 +203,7 @@ class GPT(nn.Module):
         if ids.numel() == 0:
             raise ValueError(f"{name} needs at least one sequence of at least one token, got ids of shape "
                              f"{tuple(ids.shape)}")
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= c.vocab_size:
-            raise ValueError(f"{name}: ids must lie in 0 .. {c.vocab_size - 1} (vocab_size={c.vocab_size}), "
-                             f"got an id of {low if low < 0 else high}")
+        check_id_range(name, ids, c.vocab_size)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache (from {name}.new_cache()) or None, got {type(cache).__name__}")
         if cache is not None and len(cache) != c.n_layer:

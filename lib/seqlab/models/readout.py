@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from seqlab.models._checks import check_ids
+from seqlab.checks import check_ids
 from seqlab.nn import recurrent_layer
 from seqlab.nn.masks import padding_mask
 

@@ -42,14 +42,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqlab.checks import check_ids
 from seqlab.data.batching import IGNORE_INDEX, pad_sequences
 from seqlab.data.pairs import PairBatches, teacher_forcing
-from seqlab.decoding import Hypothesis, State, beam_search
-from seqlab.models._checks import check_ids
+from seqlab.decoding import Hypothesis, State, beam_search, cut_at_eos, target_log_prob
+from seqlab.modes import evaluating
 from seqlab.nn import recurrent_layer
 from seqlab.nn.attention import Attention
 from seqlab.nn.masks import padding_mask
-from seqlab.train import evaluating
 
 
 @dataclass
@@ -173,11 +173,7 @@ class Seq2Seq(nn.Module):
             done |= tokens == self.config.eos_id
             if done.all():                                                 # what follows an <eos> is cut below
                 break
-        outputs = []
-        for row in torch.stack(written, dim=1).cpu():                     # (B, steps)
-            ends = (row == self.config.eos_id).nonzero()
-            outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
-        return outputs
+        return cut_at_eos(torch.stack(written, dim=1), self.config.eos_id)   # (B, steps)
 
     @torch.no_grad()
     def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
@@ -206,9 +202,7 @@ class Seq2Seq(nn.Module):
     @torch.no_grad()
     def log_prob(self, src: Tensor, target: Tensor) -> float:
         """:math:`\\log p(y \\mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included."""
-        tgt_in, tgt_out = teacher_forcing(target, self.config.bos_id, self.config.eos_id)
-        log_probs = F.log_softmax(self(src[None], None, tgt_in[None])[0].float(), dim=-1)     # (T+1, V)
-        return float(log_probs.gather(1, tgt_out[:, None]).sum())
+        return target_log_prob(self, src, target)
 
 
 @torch.no_grad()

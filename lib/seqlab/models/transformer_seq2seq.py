@@ -47,9 +47,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqlab.checks import check_ids, check_lengths, first_id_outside
 from seqlab.data.pairs import teacher_forcing
-from seqlab.decoding import Hypothesis, beam_search
-from seqlab.models._checks import check_ids
+from seqlab.decoding import Hypothesis, beam_search, cut_at_eos, target_log_prob
 from seqlab.nn.masks import causal_mask, padding_mask
 from seqlab.nn.positional import SinusoidalPositionalEncoding
 from seqlab.nn.transformer import Transformer
@@ -81,8 +81,8 @@ class TransformerSeq2SeqConfig:
 
 def _check_vocab(name: str, ids: Tensor, size: int) -> None:
     """Ids outside the vocabulary would fail deep inside nn.Embedding with an index error: say so here."""
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= size):
-        bad = int(ids.max()) if int(ids.max()) >= size else int(ids.min())
+    bad = first_id_outside(ids, size)
+    if bad is not None:
         raise ValueError(f"{name} holds id {bad}, outside the vocabulary of {size} entries (ids 0 .. {size - 1})")
 
 
@@ -145,9 +145,7 @@ class TransformerSeq2Seq(nn.Module):
         lengths = check_ids("TransformerSeq2Seq", src, src_lengths)
         _check_vocab("src", src, self.config.src_vocab_size)
         if lengths is not None:
-            if len(lengths) and (int(lengths.min()) < 1 or int(lengths.max()) > src.shape[1]):
-                raise ValueError(f"src_lengths must be between 1 and the padded length {src.shape[1]}, "
-                                 f"got {lengths.tolist()}")
+            check_lengths("TransformerSeq2Seq", lengths, src.shape[1], what="src_lengths", minimum=1)
             lengths = lengths.to(src.device)
         if self.config.mark_source_end:
             src, lengths = self.append_end(src, lengths)
@@ -216,11 +214,7 @@ class TransformerSeq2Seq(nn.Module):
             done |= tokens == c.eos_id
             if done.all():
                 break
-        outputs = []
-        for row in written[:, 1:].cpu():                                   # drop <bos>; cut at the first <eos>
-            ends = (row == c.eos_id).nonzero()
-            outputs.append(row[: int(ends[0]) if len(ends) else len(row)])
-        return outputs
+        return cut_at_eos(written[:, 1:], c.eos_id)                        # drop <bos>
 
     @torch.no_grad()
     def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
@@ -261,6 +255,4 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def log_prob(self, src: Tensor, target: Tensor) -> float:
         """:math:`\\log p(y \\mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included."""
-        tgt_in, tgt_out = teacher_forcing(target, self.config.bos_id, self.config.eos_id)
-        log_probs = F.log_softmax(self(src[None], None, tgt_in[None])[0].float(), dim=-1)     # (T+1, V)
-        return float(log_probs.gather(1, tgt_out[:, None]).sum())
+        return target_log_prob(self, src, target)

