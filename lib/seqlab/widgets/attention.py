@@ -45,7 +45,8 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.base import HIGHLIGHT_COLOUR, LayeredFigure, Widget, draw_matrix, text_colour
+from seqlab.widgets.base import HIGHLIGHT_COLOUR, Widget, draw_matrix, text_colour
+from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
 __all__ = ["KINDS", "AttentionExplorer", "AttentionMap", "AttentionPlot", "HeadSummary", "attention_from_model",
@@ -355,7 +356,7 @@ class AttentionPlot:
     attends to most" and the head's summary. ``all_heads=True``: the layer's heads as a grid of
     small matrices, each titled with its guessed name, the chosen row outlined in each, the chosen
     head framed, and the list above. :meth:`update` changes artists in place; :meth:`png` redraws
-    only what changed (:class:`~seqlab.widgets.base.LayeredFigure`): the colour bar, tokens and
+    only what changed (:class:`~seqlab.widgets.layered.LayeredFigure`): the colour bar, tokens and
     frames once; a layer or head change the heatmaps and titles; a token move the highlight and
     the list.
     """
