@@ -14,6 +14,7 @@ import torch
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from seqlab.widgets import LayeredFigure, PNGFigure, Widget, draw_matrix  # noqa: E402
@@ -188,6 +189,35 @@ def test_layered_figure_keeps_the_last_static_layers_by_key():
         np.testing.assert_array_equal(_pixels(png), _pixels(full.getvalue()))
         draws.append(("redrawn", len(draws) > before))
     assert [d[1] for d in draws if isinstance(d, tuple)] == [True, True, False, True, True]
+
+
+def test_layered_figure_in_panels_redraws_only_the_changed_panels_band():
+    fig = PNGFigure(figsize=(3, 5), dpi=80)
+    top, bottom = fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2)
+    images = [draw_matrix(ax, np.zeros((3, 3)), annotate=False, vmin=0, vmax=1) for ax in (top, bottom)]
+    titles = [ax.set_title("") for ax in (top, bottom)]
+    # the bands meet a quarter of the way down the gap: the lower panel's title is inside its own band
+    split = bottom.bbox.y1 + 0.75 * (top.bbox.y0 - bottom.bbox.y1)
+    bands = [Bbox.from_extents(0, split, fig.bbox.x1, fig.bbox.y1), Bbox.from_extents(0, 0, fig.bbox.x1, split)]
+    layered = LayeredFigure(fig, panels=[([images[0], titles[0]], bands[0]), ([images[1], titles[1]], bands[1])])
+    with pytest.raises(ValueError, match="either as view_artists or as panels"):
+        LayeredFigure(fig, view_artists=[images[0]], panels=[([images[1]], bands[1])])
+    drawn = []
+    original = fig.draw_artist
+    fig.draw_artist = lambda artist: (drawn.append(artist), original(artist))
+    rng = np.random.default_rng(2)
+    for panels in (None, [1], [0], [0, 1], [1]):
+        for p in panels or (0, 1):
+            images[p].set_data(rng.random((3, 3)))
+            titles[p].set_text(f"panel {p}: {rng.random():.3f}")
+        layered.view_changed(panels=panels)
+        drawn.clear()
+        png = layered.png()
+        assert {id(a) for a in drawn} == {id(a) for p in (panels or (0, 1)) for a in (images[p], titles[p])} | {
+            id(spine) for p in (panels or (0, 1)) for spine in (top, bottom)[p].spines.values()}
+        full = io.BytesIO()
+        fig.savefig(full, format="png", dpi=fig.dpi)
+        np.testing.assert_array_equal(_pixels(png), _pixels(full.getvalue()))
 
 
 # -- Widget --------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from PIL import Image  # noqa: E402
 
 from seqlab.data import Vocab  # noqa: E402
 from seqlab.models.charlm import CharLM, CharLMConfig  # noqa: E402
-from seqlab.widgets import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record  # noqa: E402
+from seqlab.widgets import GateExplorer, GatePlot, GateRecord, Widget, draw_gates, gate_record  # noqa: E402
 from seqlab.widgets.gates import LEGEND, QUANTITIES, shown_units, step_table, text_tape  # noqa: E402
 
 TEXT = "In 2010, she moved to Paris.\nFive years later"
@@ -269,6 +269,16 @@ def test_redraws_do_not_leak_figures(explorer):
         explorer.step.value = step
     explorer.model.value = "GRU"
     explorer.figure()
+    assert plt.get_fignums() == []
+
+
+def test_the_explorer_is_a_widget_whose_static_figure_is_its_first_view(explorer):
+    assert isinstance(explorer, Widget)
+    first = explorer.static_figure()
+    explorer.step.value, explorer.gate.value = 7, "o"
+    now = explorer.figure()                                      # the view shown now
+    assert "step t = 0 reads" in first.texts[-1].get_text() and "step t = 7 reads" in now.texts[-1].get_text()
+    assert explorer.static_figure(step=7, gate="o").texts[-1].get_text() == now.texts[-1].get_text()
     assert plt.get_fignums() == []
 
 

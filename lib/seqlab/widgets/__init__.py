@@ -4,8 +4,9 @@ Importing this module needs ipywidgets and matplotlib, but no running notebook.
 """
 
 from seqlab.widgets.attention import AttentionExplorer, AttentionMap, attention_from_model, attention_map, draw_attention
-from seqlab.widgets.base import LayeredFigure, Widget, draw_matrix
+from seqlab.widgets.base import Widget, draw_matrix
 from seqlab.widgets.gates import GateExplorer, GatePlot, GateRecord, draw_gates, gate_record
+from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import LiveFigure, PNGFigure, figure_to_png
 from seqlab.widgets.positional import PositionalExplorer, PositionalPlot, shift_rotation
 from seqlab.widgets.stepper import AttentionStepper, attention_steps, draw_attention_stage

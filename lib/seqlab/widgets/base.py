@@ -1,18 +1,14 @@
-r"""What every course widget shares: an annotated heatmap, a figure redrawn in layers, a widget class.
+r"""What every course widget shares: an annotated heatmap and a widget class.
 
 - :func:`draw_matrix` -- one matrix as an annotated heatmap: labels on both axes (tokens), axis
   titles ("key", "query"), each cell's number in a colour that reads on its background, ``-inf``
   as a grey "−∞" cell (a masked score), one row outlined (the chosen query). The stepper, the
   attention explorer and the positional-encoding explorer all draw their matrices with it.
-- :class:`LayeredFigure` -- a figure kept alive between redraws and rendered in three layers
-  (matplotlib's blitting): *static* (frames, tick labels; drawn once), *view* (heatmaps, titles;
-  redrawn when the view changes) and *step* (a highlight, a list; drawn at every move). A move
-  that only changes the step layer costs a PNG encoding and a few artists, not a full draw.
 - :class:`Widget` -- a widget is a compute function, a draw function and its controls. A subclass
   declares its controls (``ipywidgets`` value widgets, by name) and implements
   :meth:`Widget.figure` (values -> a new Figure); it may override :meth:`Widget.render` (values
-  -> PNG bytes, e.g. through a LayeredFigure) where a new figure per move would be too slow.
-  The base class lays out the controls row(s), the picture and the "redrawn in N ms" line
+  -> PNG bytes, through a :class:`~seqlab.widgets.layered.LayeredFigure`) where a new figure per
+  move would be too slow. The base class lays out the controls row(s), the picture and the "redrawn in N ms" line
   (a :class:`~seqlab.widgets.live.LiveFigure` inside), gives :meth:`Widget.static_figure` (the
   default state as a :class:`~seqlab.widgets.live.PNGFigure`, for readers without a kernel) and
   shows itself as a notebook cell's value.
@@ -20,9 +16,8 @@ r"""What every course widget shares: an annotated heatmap, a figure redrawn in l
 
 from __future__ import annotations
 
-import io
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -36,7 +31,7 @@ from matplotlib.patches import Rectangle
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.live import LiveFigure, PNGFigure
 
-__all__ = ["MASKED_COLOUR", "LayeredFigure", "Widget", "draw_matrix", "format_number", "text_colour"]
+__all__ = ["MASKED_COLOUR", "Widget", "draw_matrix", "format_number", "text_colour"]
 
 MASKED_COLOUR = "#d9d9d9"          # cells that are -inf (masked) or nan: grey, whatever the colour map
 HIGHLIGHT_COLOUR = "crimson"
@@ -178,105 +173,6 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
     return image
 
 
-class LayeredFigure:
-    """A figure that stays alive and renders to PNG in three layers, each kept as pixels.
-
-    - *static*: everything not named below; drawn once (and again after :meth:`restyle`);
-    - *view*: ``view_artists``; drawn over the static pixels when :meth:`view_changed` was called;
-    - *step*: ``step_artists``; drawn over the view pixels at every :meth:`png`.
-
-    The owner changes artists in place (``set_data``, ``set_text``, ``set_xy``), calls
-    :meth:`view_changed` if a view artist changed, and asks for :meth:`png`. A layer is drawn
-    over the one below, so what lies on top of a view artist in a full draw must be a view or step
-    artist too (the frames of the axes that hold view artists belong to the view layer, drawn after
-    them as in a full draw; step artists should have a zorder above the frames', 2.5). ``savefig`` on
-    :attr:`figure` still draws everything (the layers are marked animated only while the static
-    pixels are taken), so the same figure serves a static picture too.
-
-    ``keep_views=k`` keeps the pixels of the last ``k`` views, named by the ``key`` given to
-    :meth:`view_changed` (e.g. ``(layer, head)``): going back to one of them costs no view
-    drawing (a full-figure copy each, about width x height x 4 bytes). ``keep_statics=k`` does the
-    same for the static layer, named by the ``key`` given to :meth:`restyle` (e.g. the sizes of the
-    matrices shown): going back to one costs no full draw.
-    """
-
-    def __init__(self, figure: Figure, view_artists: Iterable = (), step_artists: Iterable = (), *,
-                 keep_views: int = 0, keep_statics: int = 0):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        self.figure = figure
-        self.canvas = FigureCanvasAgg(figure)
-        self.view_artists = list(view_artists)
-        self.step_artists = list(step_artists)
-        # a heatmap's edge pixels reach under its frame: the frames go on top again, as in a full draw
-        holders = {artist.axes for artist in self.view_artists if getattr(artist, "axes", None) is not None}
-        self._frames = [spine for ax in holders for spine in ax.spines.values()]
-        self._static = None          # pixels without the view and step layers
-        self._background = None      # static + view pixels
-        self.keep_views = keep_views
-        self._views: dict = {}       # key -> static + view pixels, oldest first
-        self._view_key = None
-        self.keep_statics = keep_statics
-        self._statics: dict = {}     # key -> static pixels, oldest first
-        self._static_key = None
-
-    def restyle(self, key=None) -> None:
-        """Something in the static layer changed (to the state named ``key``, if given): draw it again
-        at the next :meth:`png`, or take its kept pixels. The owner must have put every static artist
-        in the state ``key`` names (kept pixels are a copy of them, not a replacement)."""
-        self._static = self._background = None
-        self._views.clear()
-        self._static_key = key
-        if key is not None and key in self._statics:
-            self._static = self._statics[key] = self._statics.pop(key)     # the most recently used goes last
-
-    def view_changed(self, key=None) -> None:
-        """View artists changed (to the view named ``key``, if given): draw the view layer again at
-        the next :meth:`png`, or take its kept pixels."""
-        self._view_key = key
-        self._background = self._views.get(key) if key is not None else None
-        if self._background is not None:
-            self._views[key] = self._views.pop(key)          # the most recently used goes last
-
-    def png(self, *, compress_level: int = 1) -> bytes:
-        """PNG bytes of the figure as it is now, drawing only the layers that changed."""
-        from PIL import Image
-
-        if self._static is None:
-            layered = self.view_artists + self._frames + self.step_artists
-            for artist in layered:
-                artist.set_animated(True)          # left out of the full draw ...
-            try:
-                self.canvas.draw()
-            finally:
-                for artist in layered:
-                    artist.set_animated(False)     # ... but part of the figure again for savefig
-            self._static = self.canvas.copy_from_bbox(self.figure.bbox)
-            if self.keep_statics and self._static_key is not None:
-                self._statics[self._static_key] = self._static
-                while len(self._statics) > self.keep_statics:
-                    self._statics.pop(next(iter(self._statics)))
-        if self._background is None:
-            self.canvas.restore_region(self._static)
-            for artist in self.view_artists + self._frames:
-                if artist.get_visible():
-                    self.figure.draw_artist(artist)
-            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-            if self.keep_views and self._view_key is not None:
-                self._views[self._view_key] = self._background
-                while len(self._views) > self.keep_views:
-                    self._views.pop(next(iter(self._views)))
-        else:
-            self.canvas.restore_region(self._background)
-        for artist in self.step_artists:
-            if artist.get_visible():
-                self.figure.draw_artist(artist)
-        pixels = np.asarray(self.canvas.buffer_rgba())[..., :3]     # (height, width, 3), opaque
-        buffer = io.BytesIO()
-        Image.fromarray(pixels).save(buffer, format="png", compress_level=compress_level)
-        return buffer.getvalue()
-
-
 class Widget:
     """Base class of the course widgets: controls -> a picture, redrawn at every change.
 
@@ -290,9 +186,10 @@ class Widget:
             def figure(self, frequency: float) -> Figure:
                 return draw_wave(compute_wave(frequency))
 
-    ``rows`` lays the controls out: a list of rows, each a list of control names or other
-    widgets (labels, readouts); by default one row with every control. ``below`` are widgets
-    shown under the picture (e.g. a table of numbers). Override :meth:`render` for a faster
+    ``rows`` lays the controls out, top to bottom: each row a control's name, another widget
+    (a legend, a readout), or a list of them side by side; by default one row with every control.
+    ``beside`` are widgets shown right of the picture and ``below`` under it (e.g. a table of
+    numbers). Override :meth:`render` for a faster
     path than a new figure per move (it must show what :meth:`figure` shows), and
     :meth:`update_text` for text widgets that follow the controls. ``widget.controls[name].value
     = v`` moves a control from code, as a user does; ``with widget.held(): ...`` moves several
@@ -300,10 +197,12 @@ class Widget:
     """
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget], *,
-                 rows: Sequence[Sequence[str | widgets.Widget]] | None = None,
-                 below: Sequence[widgets.Widget] = (), dpi: int = FIGURE_DPI, show_timing: bool = True):
+                 rows: Sequence[str | widgets.Widget | Sequence[str | widgets.Widget]] | None = None,
+                 beside: Sequence[widgets.Widget] = (), below: Sequence[widgets.Widget] = (), dpi: int = FIGURE_DPI,
+                 show_timing: bool = True):
         rows = [list(controls)] if rows is None else rows
-        unknown = [item for row in rows for item in row if isinstance(item, str) and item not in controls]
+        lists = [row if isinstance(row, (list, tuple)) else [row] for row in rows]
+        unknown = [item for row in lists for item in row if isinstance(item, str) and item not in controls]
         if unknown:
             raise ValueError(f"rows name controls that do not exist: {unknown}; controls: {list(controls)}")
         self.dpi = dpi
@@ -312,10 +211,16 @@ class Widget:
         self.defaults = self.live.last_values          # the values of the first picture
         boxes = []
         for row in rows:
-            items = [self.controls[item] if isinstance(item, str) else item for item in row]
-            boxes.append(widgets.HBox(items, layout=widgets.Layout(align_items="center", flex_flow="row wrap")))
+            if isinstance(row, (list, tuple)):
+                items = [self.controls[item] if isinstance(item, str) else item for item in row]
+                boxes.append(widgets.HBox(items, layout=widgets.Layout(align_items="center", flex_flow="row wrap")))
+            else:
+                boxes.append(self.controls[row] if isinstance(row, str) else row)
+        picture = self.live.image
+        if beside:
+            picture = widgets.HBox([picture, *beside], layout=widgets.Layout(align_items="flex-start"))
         # flex-start: the picture keeps its own pixel size instead of being stretched (and blurred)
-        self.widget = widgets.VBox([*boxes, self.live.image, *below, self.live.status],
+        self.widget = widgets.VBox([*boxes, picture, *below, self.live.status],
                                    layout=widgets.Layout(align_items="flex-start"))
 
     # to implement ----------------------------------------------------------------------------------

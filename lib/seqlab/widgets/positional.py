@@ -8,7 +8,7 @@ r"""Positional-encoding explorer: the sinusoidal table, one dimension's wave, si
   :math:`PE_{pos+k}` over all dimensions).
 - **draw** -- :class:`PositionalPlot`: one figure kept alive, updated in place; the heatmaps and
   frames are redrawn only when ``d_model`` or ``length`` change, and a move of the dimension,
-  position or shift redraws a few lines, texts and the 2x2 block (:class:`~seqlab.widgets.base.LayeredFigure`).
+  position or shift redraws a few lines, texts and the 2x2 block (:class:`~seqlab.widgets.layered.LayeredFigure`).
 - **controls** -- :class:`PositionalExplorer`: ``d_model``, ``length``, ``dimension``, ``pos``, ``k``.
 
 What the "learned" panel shows: by default a table as a learned encoding *starts*, random
@@ -31,7 +31,8 @@ from matplotlib.ticker import MaxNLocator
 
 from seqlab.nn.positional import frequencies, rotate_pairs, sinusoidal_rotation, sinusoidal_table
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.base import LayeredFigure, Widget, draw_matrix, text_colour
+from seqlab.widgets.base import Widget, draw_matrix, text_colour
+from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
 __all__ = ["PositionalExplorer", "PositionalPlot", "ShiftRotation", "dimension_wave", "random_learned_table",

@@ -1,0 +1,133 @@
+r"""The gate explorer's compute part: one pass of a character model over a text, recorded.
+
+:func:`gate_record` runs a :class:`~seqlab.models.charlm.CharLM` once and returns a
+:class:`GateRecord`: the characters and, for every quantity the recurrent layer traces, a
+``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``). Arrays in, arrays
+out: tested without a display.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from seqlab.train import evaluating
+
+if TYPE_CHECKING:
+    from seqlab.data import Vocab
+
+__all__ = ["DEFAULT_GATE", "GATES", "QUANTITIES", "GateRecord", "gate_record", "visible_char"]
+
+# cell type -> the gates a user can pick (in torch's weight order), and the default one
+GATES: dict[str, tuple[str, ...]] = {"lstm": ("i", "f", "g", "o"), "gru": ("r", "z", "n"), "rnn": ("a",)}
+DEFAULT_GATE = {"lstm": "f", "gru": "z", "rnn": "a"}
+
+# name -> (symbol, description, kind); kind 'sigmoid' is drawn 0..1 with a sequential map,
+# 'tanh' is in (-1, 1) and 'signed' is unbounded, both with a diverging map centred at 0
+QUANTITIES: dict[str, tuple[str, str, str]] = {
+    "i": ("i_t", "input gate", "sigmoid"),
+    "f": ("f_t", "forget gate", "sigmoid"),
+    "g": ("g_t", "candidate c̃_t", "tanh"),
+    "o": ("o_t", "output gate", "sigmoid"),
+    "c": ("c_t", "cell state", "signed"),
+    "r": ("r_t", "reset gate", "sigmoid"),
+    "z": ("z_t", "update gate", "sigmoid"),
+    "n": ("n_t", "candidate h̃_t", "tanh"),
+    "a": ("a_t", "pre-activation", "signed"),
+    "h": ("h_t", "hidden state", "tanh"),
+}
+VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}  # characters that would be blank as labels
+
+
+def visible_char(ch: str) -> str:
+    """``ch`` as a label: a space, line break, tab or carriage return as a visible sign."""
+    return VISIBLE.get(ch, ch)
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    """Everything one pass of a character model over ``text`` computed inside its recurrent layer.
+
+    ``values[name]`` is a ``(T, H)`` float32 array for every traced name (LSTM ``i f g o c h``,
+    GRU ``r z n h``, RNN ``a h``); row ``t`` is the step that read ``chars[t]``. The state before
+    the first step is zero. ``top_next[t]`` holds the model's three likeliest next characters
+    after reading ``chars[: t + 1]``, with their probabilities.
+    """
+
+    chars: tuple[str, ...]
+    cell: str                                   # 'lstm', 'gru' or 'rnn'
+    mode: str                                   # the trace's mode: 'LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU'
+    values: dict[str, np.ndarray]               # name -> (T, H)
+    layer: int = 0
+    direction: str = "forward"
+    top_next: tuple[tuple[tuple[str, float], ...], ...] = field(default=(), repr=False)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chars)
+
+    @property
+    def steps(self) -> int:
+        return len(self.chars)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.values["h"].shape[1])
+
+    @property
+    def gates(self) -> tuple[str, ...]:
+        return GATES[self.cell]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
+
+
+@torch.no_grad()
+def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int = 0,
+                direction: str = "forward") -> GateRecord:
+    """Run ``model`` (a :class:`~seqlab.models.charlm.CharLM`) once over ``text`` and record its gates.
+
+    ``vocab`` maps characters to ids (``seqlab.data.char_lm_data().vocab``). The model runs in
+    eval mode without gradients; its training flag is restored afterwards.
+    """
+    from seqlab.nn._recurrent import RecurrentBase
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    if not text:
+        raise ValueError("text is empty: give at least one character to run the model over")
+    missing = sorted(set(text) - set(vocab.stoi))
+    if missing:
+        shown = ", ".join(repr(ch) for ch in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise ValueError(f"text has {len(missing)} character(s) outside the model's vocabulary of "
+                         f"{len(vocab)}: {shown}; remove or replace them")
+    rnn = getattr(model, "rnn", None)
+    if not isinstance(rnn, RecurrentBase):
+        what = type(rnn).__name__ if rnn is not None else f"{type(model).__name__} without an .rnn layer"
+        raise TypeError(f"the model's recurrent layer ({what}) records no gate trace; build the model with "
+                        "seqlab's RNN/LSTM/GRU (e.g. CharLM(config), not reference=True)")
+    if not 0 <= layer < rnn.num_layers:
+        raise ValueError(f"layer must be in 0..{rnn.num_layers - 1}, got {layer}")
+    if direction not in ("forward", "reverse") or (direction == "reverse" and not rnn.bidirectional):
+        allowed = "'forward' or 'reverse'" if rnn.bidirectional else "'forward' (the model is not bidirectional)"
+        raise ValueError(f"direction must be {allowed}, got {direction!r}")
+
+    with evaluating(model):                                           # dropout off; each module's mode restored
+        device = next(model.parameters()).device
+        ids = vocab.encode(text).to(device)[None]                     # (1, T)
+        _, _, trace = rnn(model.embed(ids), return_trace=True)
+        logits = model.head(trace.layers[-1]["forward"]["h"]) if not rnn.bidirectional else None
+
+    values = {name: trace.get(name, layer, direction)[0].float().cpu().numpy()   # (T, H)
+              for name in trace.names}
+    top_next: tuple = ()
+    if logits is not None:
+        probs, top = torch.softmax(logits[0].float(), dim=-1).topk(min(3, logits.shape[-1]), dim=-1)
+        top_next = tuple(tuple((vocab.itos[int(i)], float(p)) for p, i in zip(ps, ids_))
+                         for ps, ids_ in zip(probs.cpu(), top.cpu()))
+    cell = {"LSTM": "lstm", "GRU": "gru"}.get(trace.mode, "rnn")
+    return GateRecord(tuple(text), cell, trace.mode, values, layer, direction, top_next)
+
