@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from seqlab.train import evaluating
+from seqlab.modes import evaluating
 
 if TYPE_CHECKING:
     from seqlab.data import Vocab
