@@ -31,9 +31,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
-from seqlab.nn._recurrent import CellBase, RecurrentBase, RecurrentTrace, State
+# the hand-derived backward pass lives in seqlab.nn.bptt; imported here too, where tests read it
+from seqlab.nn.bptt import lstm_backward_prepare, lstm_step_backward  # noqa: F401
+from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
+from seqlab.nn.unroll import State
 
-__all__ = ["LSTM", "LSTMCell", "lstm_step", "lstm_step_backward", "lstm_backward_prepare"]
+__all__ = ["LSTM", "LSTMCell", "lstm_step"]
 
 
 def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
@@ -56,58 +59,6 @@ def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
     tanh_c = torch.tanh(c_t)                               # kept: the backward pass needs it too
     h_t = o_t * tanh_c                                     # (B, H)
     return (h_t, c_t), {"i": i_t, "f": f_t, "g": g_t, "o": o_t, "c": c_t, "tanh_c": tanh_c}
-
-
-def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
-    r"""The parts of the LSTM's derivative that need no later step, for all ``t`` at once.
-
-    Write :math:`d_x` for :math:`\partial L / \partial` (the pre-activation of gate ``x``), and
-    :math:`\delta h_t, \delta c_t` for the gradients arriving from step ``t+1`` (and from the output).
-    Reading the forward step backwards, with :math:`\sigma' = \sigma(1-\sigma)` and :math:`\tanh' = 1-\tanh^2`:
-
-    .. math::
-
-        dc_t &= \delta c_t + \delta h_t \, o_t (1 - \tanh^2 c_t)      && h_t = o_t \tanh c_t \\
-        d_i &= dc_t \; g_t \; i_t (1 - i_t)                          && c_t = f_t c_{t-1} + i_t g_t \\
-        d_f &= dc_t \; c_{t-1} \; f_t (1 - f_t) \\
-        d_g &= dc_t \; i_t \; (1 - g_t^2) \\
-        d_o &= \delta h_t \; \tanh c_t \; o_t (1 - o_t) \\
-        \delta h_{t-1} &= [d_i \, d_f \, d_g \, d_o] \, W_{hh}, \qquad \delta c_{t-1} = dc_t \, f_t
-
-    Every factor after :math:`dc_t` or :math:`\delta h_t` is known once the forward pass is done, so it
-    is computed here for all steps at once (a few large operations instead of many small ones):
-    ``dh_dc`` and ``di_dc, df_dc, dg_dc, do_dh``, each ``(T, B, H)``, plus ``f``.
-    ``cache`` holds ``i, f, g, o, c, tanh_c`` as ``(T, B, H)``; ``states`` is ``(h, c)``, each
-    ``(T+1, B, H)`` with the initial state first.
-    """
-    i, f, g, o, tanh_c = (cache[k] for k in ("i", "f", "g", "o", "tanh_c"))   # (T, B, H) each
-    c_prev = states[1][:-1]                                                    # (T, B, H): c_{t-1}
-    return {"dh_dc": o * (1 - tanh_c * tanh_c),      # how c_t moves h_t
-            "di_dc": g * i * (1 - i),                # how the input gate's pre-activation moves c_t
-            "df_dc": c_prev * f * (1 - f),           # ... the forget gate's
-            "dg_dc": i * (1 - g * g),                # ... the candidate's
-            "do_dh": tanh_c * o * (1 - o),           # how the output gate's pre-activation moves h_t
-            "f": f}
-
-
-def lstm_step_backward(grad_state: State, cache: dict[str, Tensor],
-                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry the gradient one LSTM step back: the equations of ``lstm_backward_prepare``, at step ``t``.
-
-    ``grad_state`` is ``(dL/dh_t, dL/dc_t)`` from later steps. Returns dL/d(pre-activation gates)
-    ``(B, 4H)`` -- the gradient of both ``W_ih x_t + b_ih`` and ``W_hh h_{t-1} + b_hh``, which are
-    added -- and ``(dL/dh_{t-1}, dL/dc_{t-1})``.
-    """
-    grad_h, grad_c = grad_state                                       # (B, H), (B, H)
-    d_c = torch.addcmul(grad_c, grad_h, cache["dh_dc"])              # c_t reaches L directly and via h_t
-    d_i = d_c * cache["di_dc"]                                        # (B, H) each
-    d_f = d_c * cache["df_dc"]
-    d_g = d_c * cache["dg_dc"]
-    d_o = grad_h * cache["do_dh"]
-    d_gates = torch.cat([d_i, d_f, d_g, d_o], dim=1)                  # (B, 4H), torch's order i|f|g|o
-    grad_h_prev = d_gates @ weight_hh                                 # (B, H): back through W_hh h_{t-1}
-    grad_c_prev = d_c * cache["f"]                                    # c_t = f_t c_{t-1} + ...
-    return d_gates, d_gates, (grad_h_prev, grad_c_prev)
 
 
 class LSTMCell(CellBase):
@@ -139,7 +90,7 @@ class LSTM(RecurrentBase):
     - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
       unbatched, or a ``PackedSequence``.
     - ``hx``: optional ``(h0, c0)``, each ``(num_layers * num_directions, B, H)``; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn._recurrent``).
+    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
     - returns ``output, (h_n, c_n)`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with gates ``i, f, g, o`` and states ``c, h``.
     """
@@ -162,13 +113,10 @@ class LSTM(RecurrentBase):
     def _step(self):
         return lstm_step
 
-    def _step_backward(self):
-        return lstm_step_backward
-
-    def _prepare_backward(self):
-        return lstm_backward_prepare
-
     def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]] | tuple[Tensor, tuple[Tensor, Tensor], RecurrentTrace]:
-        return self._forward(input, hx, lengths, return_trace)
+        x, (h_0, c_0), layout = self._time_major(input, hx, lengths)   # x (T, B, I); h_0, c_0 (L*D, B, H)
+        # each layer, each direction: W_ih x_t + b for all t at once, then lstm_step at t = 0 .. T-1
+        output, (h_n, c_n), trace = self._layers(x, (h_0, c_0), layout.lengths, return_trace)
+        return layout.restore(output, (h_n, c_n), trace)   # output (T, B, D*H), laid out as the input came
