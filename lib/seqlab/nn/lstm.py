@@ -20,11 +20,17 @@ keeps both, so we do too and its weights load unchanged.
 Weight layout (as in torch): the four gate matrices are stacked in the order **i | f | g | o**,
 so ``weight_ih_l0`` is ``(4H, input_size)``: rows ``0:H`` belong to ``i``, ``H:2H`` to ``f``,
 ``2H:3H`` to ``g`` and ``3H:4H`` to ``o``. One matrix product per step computes all four gates.
+
+Projection (``LSTM(proj_size=P)``, as in torch, Sak et al. 2014): the hidden state is projected to
+``P < H`` units, :math:`h_t = W_{hr} (o_t \odot \tanh(c_t))` with ``weight_hr_l{k}`` of shape ``(P, H)``.
+``h_t`` -- the output and what the next step reads -- has ``P`` units, so ``weight_hh`` is ``(4H, P)``;
+``c_t`` keeps ``H``. It cuts the recurrent matrix product from ``4H x H`` to ``4H x P``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -36,7 +42,7 @@ from seqlab.nn.bptt import lstm_backward_prepare, lstm_step_backward  # noqa: F4
 from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
 from seqlab.nn.unroll import State
 
-__all__ = ["LSTM", "LSTMCell", "lstm_step"]
+__all__ = ["LSTM", "LSTMCell", "lstm_step", "lstm_projected_step"]
 
 
 def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
@@ -61,6 +67,17 @@ def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
     return (h_t, c_t), {"i": i_t, "f": f_t, "g": g_t, "o": o_t, "c": c_t, "tanh_c": tanh_c}
 
 
+def lstm_projected_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None = None, *,
+                        weight_hr: Tensor) -> tuple[State, dict[str, Tensor]]:
+    """One LSTM step with a projection: :func:`lstm_step`, then ``h_t = W_hr (o_t * tanh c_t)``.
+
+    ``state`` is ``(h_{t-1}, c_{t-1})``, shapes ``(B, P)`` and ``(B, H)``; ``weight_hh`` ``(4H, P)``,
+    ``weight_hr`` ``(P, H)``. Returns ``(h_t, c_t)``, ``(B, P)`` and ``(B, H)``, and ``lstm_step``'s cache.
+    """
+    (h_t, c_t), cache = lstm_step(xw_t, state, weight_hh, bias_hh)   # h_t here is o_t * tanh c_t, (B, H)
+    return (h_t @ weight_hr.t(), c_t), cache                         # (B, P), (B, H)
+
+
 class LSTMCell(CellBase):
     """One LSTM step, a twin of ``torch.nn.LSTMCell``: ``(h_t, c_t) = cell(x_t, (h_{t-1}, c_{t-1}))``.
 
@@ -83,16 +100,22 @@ class LSTMCell(CellBase):
 
 
 class LSTM(RecurrentBase):
-    """Multi-layer, optionally bidirectional LSTM; a twin of ``torch.nn.LSTM`` (``proj_size=0``).
+    """Multi-layer, optionally bidirectional LSTM, with an optional projection; a twin of ``torch.nn.LSTM``.
 
     ``forward(input, hx=None, *, lengths=None, return_trace=False)``:
 
     - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
       unbatched, or a ``PackedSequence``.
-    - ``hx``: optional ``(h0, c0)``, each ``(num_layers * num_directions, B, H)``; zeros if omitted.
+    - ``hx``: optional ``(h0, c0)``, each ``(num_layers * num_directions, B, H)`` -- ``h0``'s last dim is
+      ``proj_size`` when set; zeros if omitted.
     - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
-    - returns ``output, (h_n, c_n)`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
+    - returns ``output, (h_n, c_n)`` -- ``output`` is ``(T, B, num_directions * H)``, ``H`` read as
+      ``proj_size`` for ``output`` and ``h_n`` when set -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with gates ``i, f, g, o`` and states ``c, h``.
+
+    ``proj_size > 0`` adds ``weight_hr_l{k}`` ``(proj_size, H)`` per layer and direction (torch's name,
+    shape and place in ``all_weights``) and always runs the plain autograd path: the fused scan of
+    :mod:`seqlab.nn.bptt` has no hand-written backward for the projection.
     """
 
     gate_count = 4
@@ -104,19 +127,21 @@ class LSTM(RecurrentBase):
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, device: torch.device | str | None = None,
                  dtype: torch.dtype | None = None) -> None:
-        if proj_size != 0:
-            raise NotImplementedError(f"LSTM proj_size={proj_size} is not implemented here; use proj_size=0 "
-                                      "(or torch.nn.LSTM for projections)")
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device=device, dtype=dtype)
+                         bidirectional, proj_size, device=device, dtype=dtype)
 
     def _step(self):
         return lstm_step
 
+    def _direction_step(self, suffix: str):
+        if not self.proj_size:
+            return self._step()
+        return partial(lstm_projected_step, weight_hr=getattr(self, "weight_hr" + suffix))
+
     def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]] | tuple[Tensor, tuple[Tensor, Tensor], RecurrentTrace]:
-        x, (h_0, c_0), layout = self._time_major(input, hx, lengths)   # x (T, B, I); h_0, c_0 (L*D, B, H)
+        x, (h_0, c_0), layout = self._time_major(input, hx, lengths)   # x (T, B, I); h_0 (L*D, B, P or H), c_0 (L*D, B, H)
         # each layer, each direction: W_ih x_t + b for all t at once, then lstm_step at t = 0 .. T-1
         output, (h_n, c_n), trace = self._layers(x, (h_0, c_0), layout.lengths, return_trace)
         return layout.restore(output, (h_n, c_n), trace)   # output (T, B, D*H), laid out as the input came

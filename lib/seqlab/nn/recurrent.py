@@ -109,14 +109,18 @@ class RecurrentBase(nn.Module):
     trace_names: tuple[str, ...] = ("h",)
     cache_names: tuple[str, ...] = ()    # keys of the step's cache, in the order it builds them
     fold_hh_bias: bool = True            # b_hh can be added to W_ih x_t + b_ih once (not GRU)
-    fused: bool = True                   # False: the plain autograd loop
+    fused: bool = True                   # False: the plain autograd loop (always, for an LSTM with proj_size)
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> None:
+                 proj_size: int = 0, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None) -> None:
         super().__init__()
         name = type(self).__name__
         check_sizes(name, input_size, hidden_size, bias)
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or not 0 <= proj_size < hidden_size:
+            raise ValueError(f"{name} proj_size must be an int in [0, hidden_size) = [0, {hidden_size}) "
+                             f"(0: no projection), got {proj_size!r}")
         if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers <= 0:
             raise ValueError(f"{name} num_layers must be an int greater than zero, got {num_layers!r}")
         if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
@@ -130,17 +134,19 @@ class RecurrentBase(nn.Module):
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, bool(batch_first)
         self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
-        self.proj_size = 0  # torch.nn.LSTM's projection is not built here
+        self.proj_size = proj_size        # LSTM only: h_t = W_hr (o_t * tanh c_t) has proj_size units
         factory = {"device": device, "dtype": dtype}
-        rows = self.gate_count * hidden_size
+        rows, h_size = self.gate_count * hidden_size, self.output_size
         self._flat_weights_names: list[str] = []
         for layer in range(num_layers):
-            layer_input = input_size if layer == 0 else hidden_size * self.num_directions
+            layer_input = input_size if layer == 0 else h_size * self.num_directions
             for suffix in ("", "_reverse")[: self.num_directions]:
                 shapes = {f"weight_ih_l{layer}{suffix}": (rows, layer_input),
-                          f"weight_hh_l{layer}{suffix}": (rows, hidden_size)}
+                          f"weight_hh_l{layer}{suffix}": (rows, h_size)}
                 if bias:
                     shapes |= {f"bias_ih_l{layer}{suffix}": (rows,), f"bias_hh_l{layer}{suffix}": (rows,)}
+                if proj_size:
+                    shapes |= {f"weight_hr_l{layer}{suffix}": (proj_size, hidden_size)}
                 for pname, shape in shapes.items():
                     self.register_parameter(pname, nn.Parameter(torch.empty(shape, **factory)))
                     self._flat_weights_names.append(pname)
@@ -151,6 +157,14 @@ class RecurrentBase(nn.Module):
     def num_directions(self) -> int:
         return 2 if self.bidirectional else 1
 
+    @property
+    def output_size(self) -> int:
+        """Units of h_t, the output and the state the next step reads: ``proj_size`` if set, else ``hidden_size``."""
+        return self.proj_size or self.hidden_size
+
+    def _state_size(self, state_name: str) -> int:
+        return self.output_size if state_name == "h" else self.hidden_size   # c keeps hidden_size units
+
     def reset_parameters(self) -> None:
         uniform_init(self, self.hidden_size)
 
@@ -159,12 +173,14 @@ class RecurrentBase(nn.Module):
 
     @property
     def all_weights(self) -> list[list[Tensor]]:
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         weights = [getattr(self, n) for n in self._flat_weights_names]
         return [weights[i:i + per] for i in range(0, len(weights), per)]
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.mode == "RNN_RELU":   # torch.nn.RNN leaves this out of its repr; we show it
@@ -183,6 +199,10 @@ class RecurrentBase(nn.Module):
     def _step(self) -> Step:
         """The cell's step function (``rnn_step``, ``lstm_step``, ``gru_step``)."""
         raise NotImplementedError
+
+    def _direction_step(self, suffix: str) -> Step:
+        """The step that layer and direction ``suffix`` (``_l0``, ``_l0_reverse``, ...) runs; LSTM adds its projection."""
+        return self._step()
 
     # input in, output out ---------------------------------------------------------------------
     def _time_major(self, input: Tensor | PackedSequence, hx: object,
@@ -220,12 +240,12 @@ class RecurrentBase(nn.Module):
         if lengths is not None:
             lengths = check_lengths(name, lengths, batch, steps)
         states = split_hx(name, hx, self.state_names, suffix="0")
+        rows = self.num_layers * self.num_directions
         if states is None:
-            zeros = x.new_zeros(self.num_layers * self.num_directions, batch, self.hidden_size)
-            states = tuple(zeros for _ in self.state_names)
+            states = tuple(x.new_zeros(rows, batch, self._state_size(n)) for n in self.state_names)
         else:
-            for what, s in zip((n + "0" for n in self.state_names), states):
-                self._check_state(what, s, batch if batched else None)
+            for state_name, s in zip(self.state_names, states):
+                self._check_state(state_name, s, batch if batched else None)
             if not batched:
                 states = tuple(s.unsqueeze(1) for s in states)
         return x, states, InputLayout(self.batch_first, batched, packed, lengths)
@@ -245,14 +265,15 @@ class RecurrentBase(nn.Module):
                 else f"(T, {self.input_size}) [unbatched]"
             raise ValueError(f"{name} expected input of shape {expected}, got {shape_str(x)}")
 
-    def _check_state(self, what: str, state: Tensor, batch: int | None) -> None:
-        name = type(self).__name__
+    def _check_state(self, state_name: str, state: Tensor, batch: int | None) -> None:
+        name, what = type(self).__name__, state_name + "0"
         check_tensor_matches(name, what, state, self.weight_ih_l0)
-        rows = self.num_layers * self.num_directions
+        rows, size = self.num_layers * self.num_directions, self._state_size(state_name)
+        units = "proj_size" if size != self.hidden_size else "hidden_size"
         if batch is None:
-            expected, meaning = (rows, self.hidden_size), "[num_layers * num_directions, hidden_size], unbatched"
+            expected, meaning = (rows, size), f"[num_layers * num_directions, {units}], unbatched"
         else:
-            expected, meaning = (rows, batch, self.hidden_size), "[num_layers * num_directions, B, hidden_size]"
+            expected, meaning = (rows, batch, size), f"[num_layers * num_directions, B, {units}]"
         if tuple(state.shape) != expected:
             raise ValueError(f"{name} expected {what} of shape {shape_str(expected)} {meaning}, got {shape_str(state)}")
 
@@ -262,7 +283,8 @@ class RecurrentBase(nn.Module):
         """Run every layer, each direction, over time.
 
         ``x`` ``(T, B, I)``; ``states`` each ``(L*D, B, H)``, row ``layer * D + direction`` as in torch.
-        Returns the last layer's output ``(T, B, D*H)``, the final states, each ``(L*D, B, H)``, and the trace.
+        Returns the last layer's output ``(T, B, D*H)``, the final states, each ``(L*D, B, H)``, and the trace
+        (H of ``h`` is ``proj_size`` for an LSTM with a projection).
         """
         steps = x.shape[0]
         mask = padding_mask(lengths, steps, x.device)                           # (T, B, 1) or None
@@ -300,11 +322,12 @@ class RecurrentBase(nn.Module):
         if bias_hh is not None and self.fold_hh_bias:   # add b_hh once, not at every step
             bias_ih, bias_hh = bias_ih + bias_hh, None
         xw = F.linear(x, weight_ih, bias_ih)           # (T, B, G*H): W_ih x_t + b for every t at once
-        if not self.fused:
-            return scan_plain(self._step(), xw, state, weight_hh, bias_hh, mask)
+        step = self._direction_step(suffix)
+        if not self.fused or self.proj_size:           # no hand-written backward for the projection
+            return scan_plain(step, xw, state, weight_hh, bias_hh, mask)
         # b_hh can be folded into the input projection exactly when W_hh h + b_hh enters additively,
         # which is also when its gradient equals the input projection's
-        return scan_fused(self.mode, self._step(), xw, state, weight_hh, bias_hh, mask, self.cache_names,
+        return scan_fused(self.mode, step, xw, state, weight_hh, bias_hh, mask, self.cache_names,
                           hh_grad_is_xw_grad=self.fold_hh_bias)
 
     def _trace_entry(self, out: Tensor, cache: dict[str, Tensor], mask: Tensor | None) -> dict[str, Tensor]:
