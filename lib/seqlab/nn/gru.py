@@ -96,6 +96,10 @@ class GRU(RecurrentBase):
     - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
     - returns ``output, h_n`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with gates ``r, z``, candidate ``n`` and ``h``.
+
+    Where the time steps happen: ``_layers`` hands each layer and direction to ``unroll``
+    (:mod:`seqlab.nn.unroll`), a loop calling :func:`gru_step` for t = 0 .. T-1; the plain path
+    (``fused = False``) records it for autograd, the default one backpropagates by hand (:mod:`seqlab.nn.bptt`).
     """
 
     gate_count = 3

@@ -116,6 +116,10 @@ class LSTM(RecurrentBase):
     ``proj_size > 0`` adds ``weight_hr_l{k}`` ``(proj_size, H)`` per layer and direction (torch's name,
     shape and place in ``all_weights``) and always runs the plain autograd path: the fused scan of
     :mod:`seqlab.nn.bptt` has no hand-written backward for the projection.
+
+    Stepping through ``forward``: ``_layers`` runs each layer and direction, and ``unroll``
+    (:mod:`seqlab.nn.unroll`) calls :func:`lstm_step` once per time step -- under autograd with
+    ``model.fused = False``, or without a graph on the default path, whose backward is :mod:`seqlab.nn.bptt`.
     """
 
     gate_count = 4

@@ -82,6 +82,10 @@ class RNN(RecurrentBase):
     - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
     - returns ``output, h_n`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with the pre-activation ``a`` and ``h``.
+
+    To step through it: ``forward`` -> ``_layers`` (layer by layer, each direction) -> ``unroll`` in
+    :mod:`seqlab.nn.unroll`, which calls :func:`rnn_step` at t = 0 .. T-1. ``model.fused = False`` runs
+    that loop under autograd; the default runs it in :mod:`seqlab.nn.bptt` with a hand-written backward.
     """
 
     trace_names = ("a", "h")
