@@ -455,8 +455,8 @@ def test_constructor_errors():
         GRU(4, 0)
     with pytest.raises(ValueError, match=r"num_layers must be an int greater than zero, got 0"):
         GRU(4, 6, num_layers=0)
-    with pytest.raises(NotImplementedError, match=r"proj_size=3"):
-        LSTM(4, 6, proj_size=3)
+    with pytest.raises(ValueError, match=r"proj_size must be an int in \[0, hidden_size\) = \[0, 6\).*got 6"):
+        LSTM(4, 6, proj_size=6)                  # proj_size itself is built (see the projection tests below)
 
 
 def test_cell_errors():
@@ -586,3 +586,76 @@ def test_cuda_graphed_on_the_cpu_says_why_not():
         cuda_graphed(LSTM(3, 4), torch.randn(5, 2, 3, requires_grad=True))
     with pytest.raises(TypeError, match=r"expected an nn.Module, got function"):
         cuda_graphed(lambda x: x, torch.randn(5, 2, 3))
+
+
+# --------------------------------------------------------------------------------------------
+# LSTM with a projection (proj_size > 0): h_t = W_hr (o_t * tanh c_t)
+# --------------------------------------------------------------------------------------------
+
+P = 4          # proj_size, below H
+# torch warns that oneDNN has no projected LSTM and falls back to its own loop: nothing to act on
+quiet_onednn = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
+
+
+@quiet_onednn
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "plain"])   # fused falls back to the plain path
+@pytest.mark.parametrize("with_hx", [False, True], ids=["no_hx", "hx"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["TB", "BT"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_projected_lstm_matches_torch(num_layers, bidirectional, batch_first, with_hx, fused):
+    """Outputs, (h_n, c_n) and the gradients of every weight (weight_hr included), the input and (h0, c0)."""
+    reference, ours = make_pair("lstm", I, H, num_layers=num_layers, bidirectional=bidirectional,
+                                batch_first=batch_first, proj_size=P, fused=fused)
+    x = leaf(*((B, T, I) if batch_first else (T, B, I)), seed=1)
+    rows = num_layers * (2 if bidirectional else 1)
+    hx = (leaf(rows, B, P, seed=2), leaf(rows, B, H, seed=3)) if with_hx else None
+    expected, got = run(reference, x, hx), run(ours, x, hx)
+    assert got[0].shape[-1] == (2 if bidirectional else 1) * P
+    assert [s.shape for s in got[1]] == [(rows, B, P), (rows, B, H)]
+    assert any(k.startswith("weight_hr") for k in got[2])
+    assert max_error(expected, got) <= TOL
+
+
+@quiet_onednn
+def test_projected_lstm_with_lengths_packed_and_unbatched_matches_torch():
+    reference, ours = make_pair("lstm", I, H, num_layers=2, bidirectional=True, proj_size=P)
+    steps, batch, lengths = 6, 4, torch.tensor([3, 6, 1, 4])
+    x = leaf(steps, batch, I, seed=1)
+    hx = (leaf(4, batch, P, seed=2), leaf(4, batch, H, seed=3))
+    expected = run(PackedTwin(reference, lengths), x, hx, unpack_to=steps)
+    assert max_error(expected, run(ours, x, hx, lengths=lengths)) <= TOL
+    packed = pack_padded_sequence(x.detach(), lengths, enforce_sorted=False)
+    assert (ours(packed)[0].data - reference(packed)[0].data).abs().max() <= TOL
+    single = leaf(steps, I, seed=4)                                   # unbatched (T, I)
+    assert max_error(run(reference, single), run(ours, single)) <= TOL
+
+
+def test_projected_lstm_has_torchs_parameters_repr_and_trace():
+    reference, ours = make_pair("lstm", I, H, num_layers=2, bidirectional=True, proj_size=P)
+    assert [(n, p.shape) for n, p in ours.named_parameters()] == [(n, p.shape) for n, p in reference.named_parameters()]
+    assert ours.weight_hr_l1_reverse.shape == (P, H) and ours.weight_hh_l0.shape == (4 * H, P)
+    assert [[w.shape for w in group] for group in ours.all_weights] == \
+        [[w.shape for w in group] for group in reference.all_weights]
+    assert repr(ours) == repr(reference) == f"LSTM({I}, {H}, proj_size={P}, num_layers=2, bidirectional=True)"
+    output, _, trace = ours(torch.randn(T, B, I), return_trace=True)
+    assert trace.get("h", layer=1, direction="reverse").shape == (B, T, P)
+    assert trace.get("c", layer=1, direction="reverse").shape == (B, T, H)
+    assert torch.equal(trace.get("h", layer=1, direction="forward"), output[..., :P].detach().transpose(0, 1))
+    built = recurrent_layer("lstm", I, H, proj_size=P)
+    assert built.proj_size == P and built(torch.randn(B, T, I))[0].shape == (B, T, P)
+
+
+def test_projected_lstm_errors_name_the_sizes():
+    for bad in (-1, H, H + 1, 2.0):
+        with pytest.raises(ValueError, match=rf"LSTM proj_size must be an int in \[0, hidden_size\) = \[0, {H}\) "
+                                             rf"\(0: no projection\), got {bad!r}"):
+            LSTM(I, H, proj_size=bad)
+    model = LSTM(I, H, num_layers=2, proj_size=P)
+    x, c0 = torch.randn(T, B, I), torch.zeros(2, B, H)
+    with pytest.raises(ValueError, match=rf"expected h0 of shape \(2, {B}, {P}\) \[num_layers \* num_directions, B, "
+                                         rf"proj_size\], got \(2, {B}, {H}\)"):
+        model(x, (torch.zeros(2, B, H), c0))
+    with pytest.raises(ValueError, match=rf"expected c0 of shape \(2, {B}, {H}\) \[num_layers \* num_directions, B, "
+                                         rf"hidden_size\], got \(2, {B}, {P}\)"):
+        model(x, (torch.zeros(2, B, P), torch.zeros(2, B, P)))

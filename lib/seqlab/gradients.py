@@ -25,7 +25,7 @@ is below 1 (vanishing gradients) and can grow geometrically above 1 (exploding g
 
 This module holds the readable BPTT (:func:`rnn_forward`, :func:`bptt_step`, :func:`rnn_backward`)
 that notebook 03 writes out and checks against autograd, and the measurements built on it.
-``seqlab.nn.RNN`` runs the same backward step in its fused path (``seqlab.nn.rnn.rnn_step_backward``,
+``seqlab.nn.RNN`` runs the same backward step in its fused path (``seqlab.nn.bptt.rnn_step_backward``,
 whose docstring maps its torch-style names onto the symbols here), summing the weight gradients over
 all steps in one product for speed; this module keeps every quantity of the equations visible.
 

@@ -1,9 +1,11 @@
 """From-scratch sequence models with torch.nn-compatible APIs.
 
 Recurrent models (one module per lecture concept): ``rnn`` (``RNN``, ``RNNCell``), ``lstm``
-(``LSTM``, ``LSTMCell``), ``gru`` (``GRU``, ``GRUCell``). Their shared machinery -- layers,
-directions, padded batches, input checks, the fused scan -- is in ``seqlab.nn._recurrent``;
-``recurrent_layer(cell, ...)`` builds one of them by name (``cell`` in ``CELLS``).
+(``LSTM``, ``LSTMCell``), ``gru`` (``GRU``, ``GRUCell``), each with its equations, its step and a forward over time. What they
+share: ``recurrent`` (the torch.nn-compatible layer and cell: parameters, layers, directions,
+input layouts, the trace), ``unroll`` (one layer and direction over time, padding, reversal),
+``bptt`` (the default fused scan with the hand-derived backward passes), ``recurrent_checks``
+(input checks); ``factory.recurrent_layer(cell, ...)`` builds one of them by name (``cell`` in ``CELLS``).
 
 ``seqlab.nn`` holds the torch.nn twins and their building blocks; the task models built from
 them (CharLM, Seq2Seq, the taggers, the regressor) are in :mod:`seqlab.models`.
@@ -20,7 +22,7 @@ Positions: ``positional`` (``SinusoidalPositionalEncoding``, ``LearnedPositional
 On a GPU: ``graphs`` (``cuda_graphed``) replays a recurrent layer's whole scan as one CUDA graph.
 """
 
-from seqlab.nn._recurrent import CELLS, RecurrentTrace, recurrent_layer
+from seqlab.nn.factory import CELLS, recurrent_layer
 from seqlab.nn.graphs import cuda_graphed
 from seqlab.nn.gru import GRU, GRUCell
 from seqlab.nn.layer_norm import LayerNorm
@@ -37,6 +39,7 @@ from seqlab.nn.positional import (
     SinusoidalPositionalEncoding,
     positional_encoding,
 )
+from seqlab.nn.recurrent import RecurrentTrace
 from seqlab.nn.rnn import RNN, RNNCell
 from seqlab.nn.transformer import (
     Transformer,

@@ -42,9 +42,10 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
-from seqlab.nn._recurrent import CellBase, RecurrentBase, RecurrentTrace, State
+from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
+from seqlab.nn.unroll import State
 
-__all__ = ["GRU", "GRUCell", "gru_step", "gru_step_backward", "gru_backward_prepare"]
+__all__ = ["GRU", "GRUCell", "gru_step"]
 
 
 def gru_step(xw_t: Tensor, state: State, weight_hh: Tensor,
@@ -63,35 +64,6 @@ def gru_step(xw_t: Tensor, state: State, weight_hh: Tensor,
     n_t = torch.tanh(x_n + r_t * h_n)                                    # (B, H)
     h_t = (1 - z_t) * n_t + z_t * h_prev                                 # (B, H)
     return (h_t,), {"r": r_t, "z": z_t, "n": n_t, "hn": h_n}
-
-
-def gru_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
-    """The parts of the GRU's derivative that need no later step, for all ``t`` at once.
-
-    Returns ``z``, ``local`` ``(T, B, 3H)`` with ``dL/d(pre-activations of r, z, n) = dL/dh_t *
-    local``, and ``r_hh`` ``(T, B, 3H)`` = ``[1, 1, r]`` turning those into dL/d(W_hh h_{t-1} + b_hh).
-    """
-    r, z, n, hn = cache["r"], cache["z"], cache["n"], cache["hn"]   # (T, B, H) each
-    h_prev = states[0][:-1]                                         # (T, B, H)
-    d_n = (1 - z) * (1 - n * n)          # h_t = (1 - z) n + z h_{t-1}; tanh' = 1 - n^2
-    d_z = (h_prev - n) * z * (1 - z)     # sigma' = z (1 - z)
-    d_r = d_n * hn * r * (1 - r)         # n's pre-activation holds r * hn
-    local = torch.cat([d_r, d_z, d_n], dim=-1)
-    r_hh = torch.cat([torch.ones_like(r), torch.ones_like(r), r], dim=-1)
-    return {"z": z, "local": local, "r_hh": r_hh}
-
-
-def gru_step_backward(grad_state: State, cache: dict[str, Tensor],
-                      weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry dL/dh_t one GRU step back (derived by hand; see ``gru_backward_prepare``).
-
-    Returns dL/d(W_ih x_t + b_ih) and dL/d(W_hh h_{t-1} + b_hh), each ``(B, 3H)``, and ``(dL/dh_{t-1},)``.
-    """
-    (grad_h,) = grad_state                                               # (B, H)
-    grad_x = torch.cat([grad_h, grad_h, grad_h], dim=1) * cache["local"]  # (B, 3H)
-    grad_hh = grad_x * cache["r_hh"]                                     # r_t gates W_hn h_{t-1} + b_hn
-    grad_h_prev = grad_h * cache["z"] + grad_hh @ weight_hh              # direct path z h_{t-1}, and via W_hh
-    return grad_x, grad_hh, (grad_h_prev,)
 
 
 class GRUCell(CellBase):
@@ -121,9 +93,13 @@ class GRU(RecurrentBase):
     - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
       unbatched, or a ``PackedSequence``.
     - ``hx``: optional ``h0`` of shape ``(num_layers * num_directions, B, H)``; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn._recurrent``).
+    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
     - returns ``output, h_n`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with gates ``r, z``, candidate ``n`` and ``h``.
+
+    Where the time steps happen: ``_layers`` hands each layer and direction to ``unroll``
+    (:mod:`seqlab.nn.unroll`), a loop calling :func:`gru_step` for t = 0 .. T-1; the plain path
+    (``fused = False``) records it for autograd, the default one backpropagates by hand (:mod:`seqlab.nn.bptt`).
     """
 
     gate_count = 3
@@ -140,13 +116,10 @@ class GRU(RecurrentBase):
     def _step(self):
         return gru_step
 
-    def _step_backward(self):
-        return gru_step_backward
-
-    def _prepare_backward(self):
-        return gru_backward_prepare
-
     def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False
                 ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, RecurrentTrace]:
-        return self._forward(input, hx, lengths, return_trace)
+        x, (h_0,), layout = self._time_major(input, hx, lengths)       # x (T, B, I); h_0 (L*D, B, H)
+        # each layer, each direction: W_ih x_t + b_ih for all t at once, then gru_step at t = 0 .. T-1
+        output, (h_n,), trace = self._layers(x, (h_0,), layout.lengths, return_trace)
+        return layout.restore(output, (h_n,), trace)       # output (T, B, D*H), laid out as the input came

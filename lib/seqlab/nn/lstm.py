@@ -20,20 +20,29 @@ keeps both, so we do too and its weights load unchanged.
 Weight layout (as in torch): the four gate matrices are stacked in the order **i | f | g | o**,
 so ``weight_ih_l0`` is ``(4H, input_size)``: rows ``0:H`` belong to ``i``, ``H:2H`` to ``f``,
 ``2H:3H`` to ``g`` and ``3H:4H`` to ``o``. One matrix product per step computes all four gates.
+
+Projection (``LSTM(proj_size=P)``, as in torch, Sak et al. 2014): the hidden state is projected to
+``P < H`` units, :math:`h_t = W_{hr} (o_t \odot \tanh(c_t))` with ``weight_hr_l{k}`` of shape ``(P, H)``.
+``h_t`` -- the output and what the next step reads -- has ``P`` units, so ``weight_hh`` is ``(4H, P)``;
+``c_t`` keeps ``H``. It cuts the recurrent matrix product from ``4H x H`` to ``4H x P``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
-from seqlab.nn._recurrent import CellBase, RecurrentBase, RecurrentTrace, State
+# the hand-derived backward pass lives in seqlab.nn.bptt; imported here too, where tests read it
+from seqlab.nn.bptt import lstm_backward_prepare, lstm_step_backward  # noqa: F401
+from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
+from seqlab.nn.unroll import State
 
-__all__ = ["LSTM", "LSTMCell", "lstm_step", "lstm_step_backward", "lstm_backward_prepare"]
+__all__ = ["LSTM", "LSTMCell", "lstm_step", "lstm_projected_step"]
 
 
 def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
@@ -58,56 +67,15 @@ def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
     return (h_t, c_t), {"i": i_t, "f": f_t, "g": g_t, "o": o_t, "c": c_t, "tanh_c": tanh_c}
 
 
-def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
-    r"""The parts of the LSTM's derivative that need no later step, for all ``t`` at once.
+def lstm_projected_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None = None, *,
+                        weight_hr: Tensor) -> tuple[State, dict[str, Tensor]]:
+    """One LSTM step with a projection: :func:`lstm_step`, then ``h_t = W_hr (o_t * tanh c_t)``.
 
-    Write :math:`d_x` for :math:`\partial L / \partial` (the pre-activation of gate ``x``), and
-    :math:`\delta h_t, \delta c_t` for the gradients arriving from step ``t+1`` (and from the output).
-    Reading the forward step backwards, with :math:`\sigma' = \sigma(1-\sigma)` and :math:`\tanh' = 1-\tanh^2`:
-
-    .. math::
-
-        dc_t &= \delta c_t + \delta h_t \, o_t (1 - \tanh^2 c_t)      && h_t = o_t \tanh c_t \\
-        d_i &= dc_t \; g_t \; i_t (1 - i_t)                          && c_t = f_t c_{t-1} + i_t g_t \\
-        d_f &= dc_t \; c_{t-1} \; f_t (1 - f_t) \\
-        d_g &= dc_t \; i_t \; (1 - g_t^2) \\
-        d_o &= \delta h_t \; \tanh c_t \; o_t (1 - o_t) \\
-        \delta h_{t-1} &= [d_i \, d_f \, d_g \, d_o] \, W_{hh}, \qquad \delta c_{t-1} = dc_t \, f_t
-
-    Every factor after :math:`dc_t` or :math:`\delta h_t` is known once the forward pass is done, so it
-    is computed here for all steps at once (a few large operations instead of many small ones):
-    ``dh_dc`` and ``di_dc, df_dc, dg_dc, do_dh``, each ``(T, B, H)``, plus ``f``.
-    ``cache`` holds ``i, f, g, o, c, tanh_c`` as ``(T, B, H)``; ``states`` is ``(h, c)``, each
-    ``(T+1, B, H)`` with the initial state first.
+    ``state`` is ``(h_{t-1}, c_{t-1})``, shapes ``(B, P)`` and ``(B, H)``; ``weight_hh`` ``(4H, P)``,
+    ``weight_hr`` ``(P, H)``. Returns ``(h_t, c_t)``, ``(B, P)`` and ``(B, H)``, and ``lstm_step``'s cache.
     """
-    i, f, g, o, tanh_c = (cache[k] for k in ("i", "f", "g", "o", "tanh_c"))   # (T, B, H) each
-    c_prev = states[1][:-1]                                                    # (T, B, H): c_{t-1}
-    return {"dh_dc": o * (1 - tanh_c * tanh_c),      # how c_t moves h_t
-            "di_dc": g * i * (1 - i),                # how the input gate's pre-activation moves c_t
-            "df_dc": c_prev * f * (1 - f),           # ... the forget gate's
-            "dg_dc": i * (1 - g * g),                # ... the candidate's
-            "do_dh": tanh_c * o * (1 - o),           # how the output gate's pre-activation moves h_t
-            "f": f}
-
-
-def lstm_step_backward(grad_state: State, cache: dict[str, Tensor],
-                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry the gradient one LSTM step back: the equations of ``lstm_backward_prepare``, at step ``t``.
-
-    ``grad_state`` is ``(dL/dh_t, dL/dc_t)`` from later steps. Returns dL/d(pre-activation gates)
-    ``(B, 4H)`` -- the gradient of both ``W_ih x_t + b_ih`` and ``W_hh h_{t-1} + b_hh``, which are
-    added -- and ``(dL/dh_{t-1}, dL/dc_{t-1})``.
-    """
-    grad_h, grad_c = grad_state                                       # (B, H), (B, H)
-    d_c = torch.addcmul(grad_c, grad_h, cache["dh_dc"])              # c_t reaches L directly and via h_t
-    d_i = d_c * cache["di_dc"]                                        # (B, H) each
-    d_f = d_c * cache["df_dc"]
-    d_g = d_c * cache["dg_dc"]
-    d_o = grad_h * cache["do_dh"]
-    d_gates = torch.cat([d_i, d_f, d_g, d_o], dim=1)                  # (B, 4H), torch's order i|f|g|o
-    grad_h_prev = d_gates @ weight_hh                                 # (B, H): back through W_hh h_{t-1}
-    grad_c_prev = d_c * cache["f"]                                    # c_t = f_t c_{t-1} + ...
-    return d_gates, d_gates, (grad_h_prev, grad_c_prev)
+    (h_t, c_t), cache = lstm_step(xw_t, state, weight_hh, bias_hh)   # h_t here is o_t * tanh c_t, (B, H)
+    return (h_t @ weight_hr.t(), c_t), cache                         # (B, P), (B, H)
 
 
 class LSTMCell(CellBase):
@@ -132,16 +100,26 @@ class LSTMCell(CellBase):
 
 
 class LSTM(RecurrentBase):
-    """Multi-layer, optionally bidirectional LSTM; a twin of ``torch.nn.LSTM`` (``proj_size=0``).
+    """Multi-layer, optionally bidirectional LSTM, with an optional projection; a twin of ``torch.nn.LSTM``.
 
     ``forward(input, hx=None, *, lengths=None, return_trace=False)``:
 
     - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
       unbatched, or a ``PackedSequence``.
-    - ``hx``: optional ``(h0, c0)``, each ``(num_layers * num_directions, B, H)``; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn._recurrent``).
-    - returns ``output, (h_n, c_n)`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
+    - ``hx``: optional ``(h0, c0)``, each ``(num_layers * num_directions, B, H)`` -- ``h0``'s last dim is
+      ``proj_size`` when set; zeros if omitted.
+    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
+    - returns ``output, (h_n, c_n)`` -- ``output`` is ``(T, B, num_directions * H)``, ``H`` read as
+      ``proj_size`` for ``output`` and ``h_n`` when set -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with gates ``i, f, g, o`` and states ``c, h``.
+
+    ``proj_size > 0`` adds ``weight_hr_l{k}`` ``(proj_size, H)`` per layer and direction (torch's name,
+    shape and place in ``all_weights``) and always runs the plain autograd path: the fused scan of
+    :mod:`seqlab.nn.bptt` has no hand-written backward for the projection.
+
+    Stepping through ``forward``: ``_layers`` runs each layer and direction, and ``unroll``
+    (:mod:`seqlab.nn.unroll`) calls :func:`lstm_step` once per time step -- under autograd with
+    ``model.fused = False``, or without a graph on the default path, whose backward is :mod:`seqlab.nn.bptt`.
     """
 
     gate_count = 4
@@ -153,22 +131,21 @@ class LSTM(RecurrentBase):
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, device: torch.device | str | None = None,
                  dtype: torch.dtype | None = None) -> None:
-        if proj_size != 0:
-            raise NotImplementedError(f"LSTM proj_size={proj_size} is not implemented here; use proj_size=0 "
-                                      "(or torch.nn.LSTM for projections)")
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device=device, dtype=dtype)
+                         bidirectional, proj_size, device=device, dtype=dtype)
 
     def _step(self):
         return lstm_step
 
-    def _step_backward(self):
-        return lstm_step_backward
-
-    def _prepare_backward(self):
-        return lstm_backward_prepare
+    def _direction_step(self, suffix: str):
+        if not self.proj_size:
+            return self._step()
+        return partial(lstm_projected_step, weight_hr=getattr(self, "weight_hr" + suffix))
 
     def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]] | tuple[Tensor, tuple[Tensor, Tensor], RecurrentTrace]:
-        return self._forward(input, hx, lengths, return_trace)
+        x, (h_0, c_0), layout = self._time_major(input, hx, lengths)   # x (T, B, I); h_0 (L*D, B, P or H), c_0 (L*D, B, H)
+        # each layer, each direction: W_ih x_t + b for all t at once, then lstm_step at t = 0 .. T-1
+        output, (h_n, c_n), trace = self._layers(x, (h_0, c_0), layout.lengths, return_trace)
+        return layout.restore(output, (h_n, c_n), trace)   # output (T, B, D*H), laid out as the input came

@@ -24,9 +24,10 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
-from seqlab.nn._recurrent import CellBase, RecurrentBase, RecurrentTrace, State
+from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
+from seqlab.nn.unroll import State
 
-__all__ = ["RNN", "RNNCell", "rnn_step", "rnn_step_backward", "rnn_backward_prepare"]
+__all__ = ["RNN", "RNNCell", "rnn_step"]
 
 NONLINEARITIES = ("tanh", "relu")
 
@@ -49,29 +50,6 @@ def rnn_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | No
         a_t = a_t + bias_hh
     h_t = torch.tanh(a_t) if nonlinearity == "tanh" else torch.relu(a_t)
     return (h_t,), {"a": a_t}
-
-
-def rnn_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
-                         nonlinearity: str = "tanh") -> dict[str, Tensor]:
-    """The nonlinearity's derivative at every step, ``(T, B, H)``: tanh' = 1 - h^2, relu' = [a > 0]."""
-    if nonlinearity == "tanh":
-        h = states[0][1:]                                   # (T, B, H): h_1 ... h_T
-        return {"deriv": 1 - h * h}
-    return {"deriv": (cache["a"] > 0).to(cache["a"].dtype)}
-
-
-def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
-                      weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    r"""Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice) and ``(dL/dh_{t-1},)``.
-
-    The same step as :func:`seqlab.gradients.bptt_step`, which notebook 03 writes out in the
-    lectures' notation: ``grad_h`` is its :math:`\bar h_t`, ``grad_a`` its :math:`\delta_t`, and
-    ``weight_hh`` its :math:`W_h`. Here the weight gradients are summed over all steps at once by
-    the caller (``seqlab.nn._recurrent._FusedScan``) instead of step by step.
-    """
-    (grad_h,) = grad_state
-    grad_a = grad_h * cache["deriv"]                        # (B, H)
-    return grad_a, grad_a, (grad_a @ weight_hh,)            # a_t = ... + W_hh h_{t-1}
 
 
 class RNNCell(CellBase):
@@ -101,9 +79,13 @@ class RNN(RecurrentBase):
     - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
       unbatched, or a ``PackedSequence``.
     - ``hx``: optional ``h0`` of shape ``(num_layers * num_directions, B, H)``; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn._recurrent``).
+    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
     - returns ``output, h_n`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
       ``return_trace=True`` also a ``RecurrentTrace`` with the pre-activation ``a`` and ``h``.
+
+    To step through it: ``forward`` -> ``_layers`` (layer by layer, each direction) -> ``unroll`` in
+    :mod:`seqlab.nn.unroll`, which calls :func:`rnn_step` at t = 0 .. T-1. ``model.fused = False`` runs
+    that loop under autograd; the default runs it in :mod:`seqlab.nn.bptt` with a hand-written backward.
     """
 
     trace_names = ("a", "h")
@@ -120,13 +102,10 @@ class RNN(RecurrentBase):
     def _step(self):
         return partial(rnn_step, nonlinearity=self.nonlinearity)
 
-    def _step_backward(self):
-        return rnn_step_backward
-
-    def _prepare_backward(self):
-        return partial(rnn_backward_prepare, nonlinearity=self.nonlinearity)
-
     def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False
                 ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, RecurrentTrace]:
-        return self._forward(input, hx, lengths, return_trace)
+        x, (h_0,), layout = self._time_major(input, hx, lengths)       # x (T, B, I); h_0 (L*D, B, H)
+        # each layer, each direction: a_t = W_ih x_t + b for all t at once, then rnn_step at t = 0 .. T-1
+        output, (h_n,), trace = self._layers(x, (h_0,), layout.lengths, return_trace)
+        return layout.restore(output, (h_n,), trace)       # output (T, B, D*H), laid out as the input came

@@ -93,7 +93,7 @@ def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int =
     ``vocab`` maps characters to ids (``seqlab.data.char_lm_data().vocab``). The model runs in
     eval mode without gradients; its training flag is restored afterwards.
     """
-    from seqlab.nn._recurrent import RecurrentBase
+    from seqlab.nn.recurrent import RecurrentBase
 
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
