@@ -79,3 +79,14 @@ def test_errors_are_clear():
         attend(torch.zeros(5, 3), torch.zeros(5, 3), torch.zeros(4, 3))
     with pytest.raises(ValueError, match=r"1 <= n <= m \(n queries, m keys\), got n=0, m=0"):
         causal_mask(0)
+
+
+def test_attend_names_both_shapes_when_the_mask_does_not_fit_the_scores():
+    q = torch.zeros(2, 3, 5, 4)                                          # (B, H, n, d_k): scores (2, 3, 5, 5)
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast to the scores \(\.\.\., n, m\) "
+                                         r"= \(2, 3, 5, 5\) of q \(2, 3, 5, 4\) against k \(2, 3, 5, 4\)"):
+        attend(q, q, q, torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 5, 5\) does not broadcast"):
+        attend(q[:, :, :4], q, q, torch.ones(3, 5, 5), fused=True)       # 4 queries: the fused path checks too
+    out, weights = attend(q, q, q, torch.ones(2, 1, 1, 5, dtype=torch.bool))   # a padding mask broadcasts
+    assert out.shape == (2, 3, 5, 4) and weights.shape == (2, 3, 5, 5)
