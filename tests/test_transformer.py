@@ -466,3 +466,14 @@ def test_an_owner_gives_its_encoding_and_a_caller_cannot_give_a_second():
     assert not torch.allclose(owning(x), bare(x), atol=1e-3)
     with pytest.raises(ValueError, match=r"TransformerEncoder owns a positional encoding \(ALiBi\).*\['score_bias'\]"):
         owning(x, score_bias=alibi.score_bias(S, S))
+
+
+def test_an_additive_mask_means_the_same_on_both_sides_of_the_torch_boundary():
+    """seqlab's models hand the twins to_additive(real) (0 = may attend): no inversion, the very same numbers."""
+    from seqlab.nn.masks import padding_mask, to_additive
+
+    stack = TransformerEncoder(randomize(TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True)), 2).eval()
+    x, real = sequence(S, True, 4), padding_mask([S, 4, 0], S)               # sequence 2: all padding
+    blocked, weights = stack(x, src_key_padding_mask=~real, is_causal=True, need_weights=True)   # torch's meaning
+    additive, additive_weights = stack(x, src_key_padding_mask=to_additive(real), is_causal=True, need_weights=True)
+    assert torch.equal(blocked, additive) and torch.equal(weights, additive_weights)

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from seqlab.models._checks import check_ids
 from seqlab.nn.layer_norm import LayerNorm
-from seqlab.nn.masks import causal_mask, padding_mask
+from seqlab.nn.masks import padding_mask, to_additive
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
@@ -127,11 +127,11 @@ class EncoderModel(nn.Module):
         lengths = self._check(ids, lengths)
         B, n = ids.shape
         x = self.positional(self.embed(ids))                                 # (B, n, d_model), positions added
-        # torch's meaning at the encoder's boundary: True = may NOT attend / is padding
-        attn_mask = ~causal_mask(n, device=ids.device) if c.causal else None               # (n, n)
         real = None if lengths is None else padding_mask(lengths.to(ids.device), n)        # (B, n), True = real
-        key_padding_mask = None if real is None else ~real
-        out = self.encoder(x, mask=attn_mask, src_key_padding_mask=key_padding_mask, is_causal=c.causal,
+        # seqlab's meaning all the way down: an additive mask (0 = may attend, -inf at padding) means the
+        # same at torch's boundary, and is_causal alone makes the layers build the causal mask
+        key_mask = None if real is None else to_additive(real, x.dtype)                     # (B, n)
+        out = self.encoder(x, src_key_padding_mask=key_mask, is_causal=c.causal,
                            need_weights=need_weights, **self.positional.attention_args(n, n, device=x.device,
                                                                                          dtype=x.dtype))
         h, weights = out if need_weights else (out, None)                    # (B, n, d_model), (L, B, H, n, n)

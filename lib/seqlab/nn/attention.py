@@ -222,7 +222,8 @@ class Attention(nn.Module):
     """``forward(queries (B, T, d_s), memory (B, S, d_h), mask (B, S))`` -> context ``(B, T, d_h)``
     and weights ``(B, T, S)`` (each row sums to 1 over the unmasked positions).
 
-    ``mask`` is True at real source positions (False at padding); ``None`` means all are real.
+    ``mask`` ``(B, S)``: True = may attend, seqlab's meaning (a real source position; False at padding);
+    ``None`` means all are real.
     """
 
     def __init__(self, score: str, query_size: int, memory_size: int, *, attention_size: int | None = None):
