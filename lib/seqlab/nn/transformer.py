@@ -215,22 +215,22 @@ class TransformerEncoderLayer(nn.Module):
         m = n + (0 if cache is None else cache.offset)                        # keys: cached, then the n new ones
         _check_attn_mask("src_mask", src_mask, batch, self.nhead, n, m)
         _check_padding_mask("src_key_padding_mask", src_key_padding_mask, batch, m)
-        attend = {"attn_mask": src_mask, "key_padding_mask": src_key_padding_mask, "is_causal": is_causal,
-                  "need_weights": need_weights, "cache": cache,
-                  **_positions(self, rotate, score_bias, n, m, src)}
+        self_attn_args = {"attn_mask": src_mask, "key_padding_mask": src_key_padding_mask, "is_causal": is_causal,
+                          "need_weights": need_weights, "cache": cache,
+                          **_positions(self, rotate, score_bias, n, m, src)}          # RoPE, ALiBi
         x = src
         if self.norm_first:                                                    # pre-norm: x + Sublayer(LN(x))
-            a, weights = self._self_attention(self.norm1(x), **attend)
+            a, weights = self._self_attention(self.norm1(x), **self_attn_args)
             x = x + a
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         else:                                                                  # post-norm: LN(x + Sublayer(x))
-            a, weights = self._self_attention(x, **attend)
+            a, weights = self._self_attention(x, **self_attn_args)
             x = self.norm1(x + a)
             x = self.norm2(x + self.dropout2(self.feed_forward(x)))
         return (x, weights) if need_weights else x
 
-    def _self_attention(self, x: Tensor, **attend: Any) -> tuple[Tensor, Tensor | None]:
-        a, weights = self.self_attn(x, x, x, average_attn_weights=False, **attend)
+    def _self_attention(self, x: Tensor, **self_attn_args: Any) -> tuple[Tensor, Tensor | None]:
+        a, weights = self.self_attn(x, x, x, average_attn_weights=False, **self_attn_args)
         return self.dropout1(a), weights                                       # weights (N, H, n, m) per head
 
     def extra_repr(self) -> str:
@@ -288,18 +288,19 @@ class TransformerDecoderLayer(nn.Module):
                 rotate: Rotation | None = None,
                 score_bias: Tensor | None = None) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
         batch, t, s = self._check(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask)
-        attend = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask, "is_causal": tgt_is_causal,
-                  "need_weights": need_weights, **_positions(self, rotate, score_bias, t, t, tgt)}
+        self_attn_args = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask,
+                          "is_causal": tgt_is_causal, "need_weights": need_weights,
+                          **_positions(self, rotate, score_bias, t, t, tgt)}          # RoPE, ALiBi
         x = tgt
         if self.norm_first:                                                    # pre-norm: x + Sublayer(LN(x))
-            a, self_weights = self._self_attention(self.norm1(x), **attend)
+            a, self_weights = self._self_attention(self.norm1(x), **self_attn_args)
             x = x + a
             c, cross_weights = self._cross_attention(self.norm2(x), memory, memory_mask, memory_key_padding_mask,
                                                      memory_is_causal, need_weights)
             x = x + c
             x = x + self.dropout3(self.feed_forward(self.norm3(x)))
         else:                                                                  # post-norm: LN(x + Sublayer(x))
-            a, self_weights = self._self_attention(x, **attend)
+            a, self_weights = self._self_attention(x, **self_attn_args)
             x = self.norm1(x + a)
             c, cross_weights = self._cross_attention(x, memory, memory_mask, memory_key_padding_mask,
                                                      memory_is_causal, need_weights)
