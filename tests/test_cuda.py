@@ -273,7 +273,7 @@ def test_transformer_positional_and_all_padding_on_cuda(fused):
     pad = torch.tensor([[False] * 7, [True] * 7])                                # sequence 1: all padding
     on_cpu = encoder(src, src_key_padding_mask=pad)
     encoder.cuda()                                                                # the shared RoPE moves too
-    assert encoder.layers[1].self_attn.positional.theta.is_cuda
+    assert encoder.positional.theta.is_cuda                                      # the stack owns it
     on_gpu = encoder(src.cuda(), src_key_padding_mask=pad.cuda())
     assert torch.isfinite(on_gpu).all()
     assert (on_gpu.cpu() - on_cpu).abs().max() < TOL

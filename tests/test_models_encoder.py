@@ -149,3 +149,18 @@ def test_pre_norm_ends_with_a_layer_norm_and_the_config_round_trips():
     m = model(norm_first=True)
     assert m.encoder.norm is not None and model().encoder.norm is None
     assert EncoderConfig(**m.config.to_dict()) == m.config
+
+
+def test_the_model_owns_its_encoding_once_and_loads_state_dicts_with_per_layer_copies():
+    """A learned table is saved once (issue 17); a state_dict from before, with one equal copy per layer, loads."""
+    m = model(positional="learned")
+    state = m.state_dict()
+    assert [k for k in state if k.endswith("positional.weight")] == ["positional.weight"]
+    old = dict(state) | {f"encoder.layers.{i}.positional.weight": state["positional.weight"].clone() for i in range(2)}
+    fresh = model(positional="learned", vocab_size=11)
+    torch.nn.init.zeros_(fresh.positional.weight)
+    fresh.load_state_dict(old, strict=True)                                  # the copies are checked, then dropped
+    assert torch.equal(fresh(ids()), m(ids()))
+    old["encoder.layers.1.positional.weight"] = old["encoder.layers.1.positional.weight"] + 1
+    with pytest.raises(ValueError, match=r"encoder.layers.1.positional.weight is not a copy of positional.weight"):
+        fresh.load_state_dict(old)

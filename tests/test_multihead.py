@@ -275,15 +275,15 @@ def test_positional_hooks_are_called_and_act_on_the_scores(fused):
     reference, ours = twins(embed_dim=E, num_heads=H, batch_first=True)
     bias = randn(H, L, S, seed=1)
     positional = Recorder(bias)
-    ours.positional, ours.fused = positional, fused
-    assert "positional" not in dict(ours.named_modules()) and list(ours.state_dict()) == list(reference.state_dict())
+    ours.fused = fused
     # doubling q is doubling W^Q's rows (and b^Q); a score bias shared by the batch is a 3-D float mask
     with torch.no_grad():
         reference.in_proj_weight[:E] *= 2
         reference.in_proj_bias[:E] *= 2
     query, memory = randn(B, L, E, seed=2), randn(B, S, E, seed=3)
     mask = blocked((L, S), 4)
-    forward = {"need_weights": not fused, "attn_mask": mask}
+    forward = {"need_weights": not fused, "attn_mask": mask,
+               **positional.attention_args(L, S, device=query.device)}          # the owner's call arguments
     mine = run(ours, query, memory, memory, **forward)
     theirs = run(reference, query, memory, memory, need_weights=not fused,
                  attn_mask=bias.repeat(B, 1, 1).masked_fill(mask, float("-inf")))
@@ -329,8 +329,6 @@ def test_errors_name_what_was_expected_and_what_came():
         MultiheadAttention(10, 4)
     with pytest.raises(ValueError, match=r"positive"):
         MultiheadAttention(0, 1)
-    with pytest.raises(TypeError, match=r"PositionalEncoding or None, got Linear"):
-        MultiheadAttention(E, H, positional=torch.nn.Linear(2, 2))
     mha = MultiheadAttention(E, H, kdim=6, vdim=10, batch_first=True)
     q, k, v = randn(B, L, E), randn(B, S, 6), randn(B, S, 10)
     with pytest.raises(ValueError, match=r"query must have shape \(B, L, 16\) \(16 = embed_dim\), got \(3, 5, 8\)"):
@@ -356,9 +354,9 @@ def test_errors_name_what_was_expected_and_what_came():
     seq_first = MultiheadAttention(E, H)
     with pytest.raises(ValueError, match=r"query must have shape \(L, B, 16\)"):
         seq_first(randn(L, B, 4), randn(S, B, E), randn(S, B, E))
-    wrong = Recorder(randn(H, L, L))
-    with pytest.raises(ValueError, match=r"score_bias\(5, 7\) must have shape \(4, 5, 7\).*got \(4, 5, 5\)"):
-        MultiheadAttention(E, H, batch_first=True, positional=wrong)(q, randn(B, S, E), randn(B, S, E))
+    with pytest.raises(ValueError, match=r"score_bias must be a float tensor of shape \(4, 5, 7\).*got torch.float32 "
+                                         r"of shape \(4, 5, 5\)"):
+        MultiheadAttention(E, H, batch_first=True)(q, randn(B, S, E), randn(B, S, E), score_bias=randn(H, L, L))
 
 
 # -- the KV cache (seqlab's extension; without a cache the module is torch's twin, tested above) -------
@@ -367,17 +365,18 @@ def test_errors_name_what_was_expected_and_what_came():
 def test_cache_in_pieces_equals_causal_attention_over_the_whole_sequence(batch_first, fused):
     """Feeding 3, then 1, then 3 new positions with a cache gives what one causal pass over all 7 gives."""
     from seqlab.nn.multihead import AttentionCache
-    from seqlab.nn.positional import ALiBi, RoPE
+    from seqlab.nn.positional import ALiBi, NoPositionalEncoding, RoPE
 
-    for positional in (None, RoPE(E // H), ALiBi(H)):
+    for positional in (NoPositionalEncoding(), RoPE(E // H), ALiBi(H)):
         _, ours = twins(embed_dim=E, num_heads=H, batch_first=batch_first)
-        ours.positional, ours.fused = positional, fused
+        ours.fused = fused
         x = randn(B, S, E, seed=4) if batch_first else randn(S, B, E, seed=4)
-        full, _ = ours(x, x, x, is_causal=True, need_weights=False)
+        full, _ = ours(x, x, x, is_causal=True, need_weights=False, **positional.attention_args(S, S))
         cache, pieces, weights = AttentionCache(), [], []
         for start, stop in [(0, 3), (3, 4), (4, S)]:
             part = x[:, start:stop] if batch_first else x[start:stop]
-            out, w = ours(part, part, part, is_causal=True, cache=cache, average_attn_weights=False)
+            out, w = ours(part, part, part, is_causal=True, cache=cache, average_attn_weights=False,
+                          **positional.attention_args(stop - start, stop))
             assert cache.offset == stop and cache.keys.shape == cache.values.shape == (B, H, stop, E // H)
             assert w.shape == (B, H, stop - start, stop)                 # the new queries read every cached key
             pieces.append(out)

@@ -335,11 +335,12 @@ def test_multihead_attention_takes_every_encoding_and_keeps_torchs_state_dict(na
     torch.manual_seed(0)
     positional = positional_encoding(name, d_model=16, num_heads=4, max_len=32)
     plain = MultiheadAttention(16, 4, batch_first=True)
-    attention = MultiheadAttention(16, 4, batch_first=True, positional=positional)
+    attention = MultiheadAttention(16, 4, batch_first=True)
     assert attention.state_dict().keys() == torch.nn.MultiheadAttention(16, 4, batch_first=True).state_dict().keys()
     attention.load_state_dict(plain.state_dict())
     x = positional(torch.randn(2, 7, 16))
-    out, weights = attention(x, x, x, is_causal=True, attn_mask=~causal_mask(7), average_attn_weights=False)
+    out, weights = attention(x, x, x, is_causal=True, attn_mask=~causal_mask(7), average_attn_weights=False,
+                             **positional.attention_args(7, 7))               # the owner hands in its hooks
     assert out.shape == (2, 7, 16) and weights.shape == (2, 4, 7, 7)
     assert torch.allclose(weights.sum(-1), torch.ones(2, 4, 7)) and (weights.triu(1) == 0).all()
     # the hooks are what changes the result: the same weights without them give the plain layer's output
@@ -354,9 +355,9 @@ def test_multihead_attention_with_rope_scores_depend_on_offsets_only():
     from seqlab.nn.multihead import MultiheadAttention
 
     torch.manual_seed(0)
-    attention = MultiheadAttention(8, 2, batch_first=True, positional=RotaryPositionalEncoding(4))
+    attention = MultiheadAttention(8, 2, batch_first=True)
     x = torch.randn(1, 1, 8).expand(1, 10, 8)                         # the same token at every position
-    _, weights = attention(x, x, x, average_attn_weights=False)
+    _, weights = attention(x, x, x, average_attn_weights=False, rotate=RotaryPositionalEncoding(4).rotate)
     # log w_ij - log w_ii = s_ij - s_ii (the row's normaliser cancels), which must depend on j - i only
     log_w = torch.log(weights[0])                                      # (H, n, n)
     relative = log_w - torch.diagonal(log_w, dim1=-2, dim2=-1)[..., None]

@@ -52,7 +52,7 @@ def test_causal_output_ignores_the_future_and_padding_gets_no_weight():
     changed[0, 4:] = randn(2, 4, seed=6)                                # change the last two tokens
     assert torch.allclose(head(x)[0, :4], head(changed)[0, :4], atol=1e-6)
     both = SelfAttention(4, 4)
-    z, weights = both(randn(2, 5, 4, seed=7), key_padding_mask=torch.tensor([[False] * 5, [False] * 3 + [True] * 2]),
+    z, weights = both(randn(2, 5, 4, seed=7), key_mask=torch.tensor([[True] * 5, [True] * 3 + [False] * 2]),
                       return_weights=True)
     assert (weights[1, :, 3:] == 0).all()
 
@@ -73,9 +73,20 @@ def test_errors_are_clear():
         head(torch.zeros(1, 5, 4, dtype=torch.long))
     with pytest.raises(RuntimeError, match=r"x is on meta but the weights are on cpu"):
         head(torch.zeros(1, 5, 4, device="meta"))
-    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(1, 5\) \(True at padding\), got \(1, 4\)"):
-        head(torch.zeros(1, 5, 4), key_padding_mask=torch.ones(1, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"key_mask must have shape \(1, 5\) \(True = may attend\), got \(1, 4\)"):
+        head(torch.zeros(1, 5, 4), key_mask=torch.ones(1, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"one value per key: got 5 keys \(k \(5, 3\)\) and 4 values"):
         attend(torch.zeros(5, 3), torch.zeros(5, 3), torch.zeros(4, 3))
     with pytest.raises(ValueError, match=r"1 <= n <= m \(n queries, m keys\), got n=0, m=0"):
         causal_mask(0)
+
+
+def test_attend_names_both_shapes_when_the_mask_does_not_fit_the_scores():
+    q = torch.zeros(2, 3, 5, 4)                                          # (B, H, n, d_k): scores (2, 3, 5, 5)
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast to the scores \(\.\.\., n, m\) "
+                                         r"= \(2, 3, 5, 5\) of q \(2, 3, 5, 4\) against k \(2, 3, 5, 4\)"):
+        attend(q, q, q, torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 5, 5\) does not broadcast"):
+        attend(q[:, :, :4], q, q, torch.ones(3, 5, 5), fused=True)       # 4 queries: the fused path checks too
+    out, weights = attend(q, q, q, torch.ones(2, 1, 1, 5, dtype=torch.bool))   # a padding mask broadcasts
+    assert out.shape == (2, 3, 5, 4) and weights.shape == (2, 3, 5, 5)

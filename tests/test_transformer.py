@@ -270,19 +270,25 @@ def test_base_model_parameter_count_is_torch_s_and_the_paper_s():
     assert 0.95 < total / 65e6 < 1.0                                    # the paper's "65M": 3% more than we find
 
 
-def test_positional_goes_to_self_attention_only_and_is_shared_by_a_stack():
+def owners(model: torch.nn.Module, positional: torch.nn.Module) -> list[str]:
+    """The names under which ``model`` holds ``positional`` (named_modules lists a shared module once: walk all)."""
+    return [name for name, module in model.named_modules(remove_duplicate=False) if module is positional]
+
+
+def test_positional_goes_to_self_attention_only_and_is_owned_once():
+    """One owner (the outermost module built with it); the attention layers hold no encoding (issue 17)."""
     p = NoPositionalEncoding()
     layer = TransformerDecoderLayer(D, H, FF, positional=p)
-    assert layer.self_attn.positional is p and layer.multihead_attn.positional is None
+    assert owners(layer, p) == ["positional"]                              # a layer on its own owns it
     model = Transformer(D, H, 2, 2, FF, positional=p)
-    attentions = [layer.self_attn for layer in [*model.encoder.layers, *model.decoder.layers]]
-    assert all(a.positional is p for a in attentions)
-    assert all(layer.multihead_attn.positional is None for layer in model.decoder.layers)
+    assert owners(model, p) == ["positional"]                              # not in the stacks, layers, attentions
+    assert not any(hasattr(m, "positional") for m in model.modules() if isinstance(m, MultiheadAttention))
     stack = TransformerEncoder(TransformerEncoderLayer(D, H, FF, positional=p), 3)
-    assert all(layer.self_attn.positional is p for layer in stack.layers)        # shared, not copied
+    assert owners(stack, p) == ["positional"]                              # taken over from the template, once
+    assert all(layer.positional is None for layer in stack.layers)
     q = NoPositionalEncoding()
     stack = TransformerEncoder(TransformerEncoderLayer(D, H, FF, positional=p), 3, positional=q)
-    assert all(layer.self_attn.positional is q for layer in stack.layers)
+    assert owners(stack, q) == ["positional"] and owners(stack, p) == []
     reference = torch.nn.Transformer(D, H, 2, 2, FF)
     model.load_state_dict(reference.state_dict(), strict=True)           # a parameter-free encoding adds no keys
 
@@ -295,18 +301,17 @@ def test_alibi_biases_the_self_attention_and_moves_with_the_model():
     tgt, memory = sequence(T, True, 1), sequence(S, True, 2)
     _, weights = layer(tgt, memory, need_weights=True)
     _, plain_weights = plain(tgt, memory, need_weights=True)
-    _, self_alone = layer.self_attn(tgt, tgt, tgt, average_attn_weights=False)
+    _, self_alone = layer.self_attn(tgt, tgt, tgt, average_attn_weights=False, score_bias=alibi.score_bias(T, T))
     assert torch.equal(weights["self"], self_alone)
     assert not torch.allclose(weights["self"], plain_weights["self"], atol=1e-3)
     # farther keys get less weight under ALiBi than without it, on average
     distance = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).abs().float()
     assert (weights["self"] * distance).sum() < (plain_weights["self"] * distance).sum()
-    x = layer.norm1(tgt + layer.self_attn(tgt, tgt, tgt, need_weights=False)[0])
+    x = layer.norm1(tgt + layer.self_attn(tgt, tgt, tgt, need_weights=False, score_bias=alibi.score_bias(T, T))[0])
     _, cross_alone = layer.multihead_attn(x, memory, memory, average_attn_weights=False)
     assert torch.allclose(weights["cross"], cross_alone, atol=1e-6, rtol=0)     # no positional in cross-attention
     model = Transformer(D, H, 1, 1, FF, positional=ALiBi(H)).double()
-    assert model.decoder.layers[0].self_attn.positional.slopes.dtype == torch.float64
-    assert model.encoder.layers[0].positional is model.decoder.layers[0].self_attn.positional
+    assert model.positional.slopes.dtype == torch.float64                 # the owner moves it
 
 
 def test_fused_attention_gives_the_same_outputs_and_gradients():
@@ -410,3 +415,65 @@ def test_encoder_layer_with_a_kv_cache_equals_the_causal_layer(norm_first):
     assert weights.shape == (B, H, S - 4, S) and torch.allclose(weights, full_weights[:, :, 4:], atol=TOL)
     with pytest.raises(ValueError, match="src_mask"):
         layer(x[:, :1], src_mask=torch.zeros(1, 1, dtype=torch.bool), cache=cache)
+
+
+# -- stacks of torch.nn's own layers, as PyTorch's tests build them (issue 17) ------------------------
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seq_first", "batch_first"])
+def test_stacks_take_any_layer_module_as_torch_does(batch_first):
+    """seqlab's stacks around torch.nn layers compute what torch.nn's stacks compute with the same weights."""
+    torch.manual_seed(0)
+    kwargs = {"dim_feedforward": FF, "dropout": 0.0, "batch_first": batch_first}
+    encoder = TransformerEncoder(torch.nn.TransformerEncoderLayer(D, H, **kwargs), 2, LayerNorm(D))
+    decoder = TransformerDecoder(torch.nn.TransformerDecoderLayer(D, H, **kwargs), 2, LayerNorm(D))
+    torch_encoder = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(D, H, **kwargs), 2,
+                                                torch.nn.LayerNorm(D), enable_nested_tensor=False)
+    torch_decoder = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(D, H, **kwargs), 2,
+                                                torch.nn.LayerNorm(D))
+    twin(torch_encoder, encoder).train()                  # training mode: torch's math path, no fast path
+    twin(torch_decoder, decoder).train()
+    torch_encoder.train(), torch_decoder.train()
+    src, tgt = sequence(S, batch_first, 1), sequence(T, batch_first, 2)
+    pad = padding([S, 4, 2], S)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(T)
+    memory = encoder(src, src_key_padding_mask=pad)
+    assert torch.allclose(memory, torch_encoder(src, src_key_padding_mask=pad), atol=TOL)   # seqlab's final LayerNorm
+    out = decoder(tgt, memory, tgt_mask=causal, memory_key_padding_mask=pad)
+    assert torch.allclose(out, torch_decoder(tgt, memory, tgt_mask=causal, memory_key_padding_mask=pad), atol=TOL)
+
+
+def test_stacks_of_torch_layers_refuse_the_seqlab_extras_and_say_what_to_pass():
+    layer = torch.nn.TransformerEncoderLayer(D, H, FF, dropout=0.0)
+    with pytest.raises(TypeError, match=r"TransformerEncoder\(positional=\.\.\.\) needs seqlab's layers "
+                                        r"\(seqlab.nn.TransformerEncoderLayer\).*got a torch.nn"):
+        TransformerEncoder(layer, 2, positional=ALiBi(H))
+    with pytest.raises(TypeError, match=r"TransformerDecoder\(positional=\.\.\.\) needs seqlab's layers"):
+        TransformerDecoder(torch.nn.TransformerDecoderLayer(D, H, FF), 2, positional=ALiBi(H))
+    stack = TransformerEncoder(layer, 2)
+    with pytest.raises(TypeError, match=r"\['need_weights'\] need seqlab's layers \(seqlab.nn.TransformerEncoderLayer"
+                                        r"\); this stack holds torch.nn.*TransformerEncoderLayer"):
+        stack(sequence(S, False, 1), need_weights=True)
+    with pytest.raises(TypeError, match=r"Transformer\(positional=\.\.\.\) .*custom_encoder"):
+        Transformer(D, H, custom_encoder=torch.nn.TransformerEncoder(layer, 1), positional=ALiBi(H))
+
+
+def test_an_owner_gives_its_encoding_and_a_caller_cannot_give_a_second():
+    """The stack's positions equal those a caller hands a bare stack; passing both is refused, naming the owner."""
+    layer = randomize(TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True))
+    alibi = ALiBi(H)
+    owning, bare = TransformerEncoder(layer, 2, positional=alibi).eval(), TransformerEncoder(layer, 2).eval()
+    x = sequence(S, True, 3)
+    assert torch.equal(owning(x), bare(x, score_bias=alibi.score_bias(S, S)))
+    assert not torch.allclose(owning(x), bare(x), atol=1e-3)
+    with pytest.raises(ValueError, match=r"TransformerEncoder owns a positional encoding \(ALiBi\).*\['score_bias'\]"):
+        owning(x, score_bias=alibi.score_bias(S, S))
+
+
+def test_an_additive_mask_means_the_same_on_both_sides_of_the_torch_boundary():
+    """seqlab's models hand the twins to_additive(real) (0 = may attend): no inversion, the very same numbers."""
+    from seqlab.nn.masks import padding_mask, to_additive
+
+    stack = TransformerEncoder(randomize(TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True)), 2).eval()
+    x, real = sequence(S, True, 4), padding_mask([S, 4, 0], S)               # sequence 2: all padding
+    blocked, weights = stack(x, src_key_padding_mask=~real, is_causal=True, need_weights=True)   # torch's meaning
+    additive, additive_weights = stack(x, src_key_padding_mask=to_additive(real), is_causal=True, need_weights=True)
+    assert torch.equal(blocked, additive) and torch.equal(weights, additive_weights)

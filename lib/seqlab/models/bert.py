@@ -58,7 +58,7 @@ from torch import Tensor, nn
 
 from seqlab.checks import check_id_range, check_ids, check_lengths, load_state_dict_strict
 from seqlab.nn.layer_norm import LayerNorm
-from seqlab.nn.masks import padding_mask
+from seqlab.nn.masks import padding_mask, to_additive
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["BertConfig", "BertEncoder", "BertForMaskedLM", "BertOutput", "convert_hf_state_dict", "load_hf_bert"]
@@ -125,9 +125,9 @@ class BertEncoder(nn.Module):
 
     ``forward(input_ids, attention_mask=None, token_type_ids=None, *, lengths=None,
     need_weights=False, output_hidden_states=False)``. The real tokens of a padded batch are given
-    either by ``attention_mask`` ``(B, n)`` (1 / True at real tokens, the Hugging Face meaning) or by
-    ``lengths`` ``(B,)`` (padding at the end), not both; padding is never attended to (its own
-    hidden states are meaningless). ``token_type_ids`` defaults to all zeros.
+    either by ``attention_mask`` ``(B, n)`` (1 / True = may attend: a real token; Hugging Face's meaning,
+    which is seqlab's) or by ``lengths`` ``(B,)`` (padding at the end), not both; padding is never
+    attended to (its own hidden states are meaningless). ``token_type_ids`` defaults to all zeros.
 
     Returns the last hidden state; with ``need_weights`` or ``output_hidden_states``, a
     :class:`BertOutput` whose ``attentions[l, b, h, i, j]`` is how much query ``i`` of layer ``l``,
@@ -164,12 +164,12 @@ class BertEncoder(nn.Module):
                 *, lengths: Tensor | Sequence[int] | None = None, need_weights: bool = False,
                 output_hidden_states: bool = False) -> Tensor | BertOutput:
         real = self._check(input_ids, attention_mask, token_type_ids, lengths)         # (B, n) True = real, or None
-        # torch's meaning at the encoder's boundary: True = padding, never attended to
-        key_padding_mask = None if real is None else ~real
         x = self.embed(input_ids, token_type_ids)                                     # X^(0): (B, n, d_model)
+        # seqlab's meaning, additive (0 = may attend, -inf at padding): the same at the layers' torch boundary
+        key_mask = None if real is None else to_additive(real, x.dtype)                 # (B, n)
         hidden, weights = [x], []
         for layer in self.encoder.layers:                                            # X^(r) = EncoderLayer_r(X^(r-1))
-            out = layer(x, src_key_padding_mask=key_padding_mask, is_causal=self.config.causal,
+            out = layer(x, src_key_padding_mask=key_mask, is_causal=self.config.causal,
                         need_weights=need_weights)
             x, w = out if need_weights else (out, None)                               # w: (B, H, n, n)
             hidden.append(x)

@@ -10,10 +10,10 @@ r"""A small encoder-only token model: embeddings, positions, Transformer encoder
 
 Each encoder layer is seqlab's :class:`seqlab.nn.transformer.TransformerEncoderLayer`
 (multi-head self-attention, then the FFN, each with a residual connection and LayerNorm). The
-positional encoding is one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name: the
-model adds it to the embeddings (sinusoidal, learned) *and* hands it to every self-attention as
-``positional=`` (RoPE rotates the heads' queries and keys, ALiBi biases the scores), so the same
-model code serves all five.
+positional encoding is one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name, owned by
+the model (``positional``, saved once): it adds it to the embeddings (sinusoidal, learned) *and*
+hands every self-attention its ``rotate`` and ``score_bias`` on each call (RoPE rotates the heads'
+queries and keys, ALiBi biases the scores), so the same model code serves all five.
 
 ``readout="token"`` gives one score vector per position (tagging, "what is the answer at
 position i"); ``readout="sequence"`` one per sequence, from the mean of the top layer over the
@@ -33,11 +33,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+import torch
 from torch import Tensor, nn
 
 from seqlab.checks import check_id_range, check_ids, check_lengths
 from seqlab.nn.layer_norm import LayerNorm
-from seqlab.nn.masks import causal_mask, padding_mask
+from seqlab.nn.masks import padding_mask, to_additive
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
@@ -85,6 +86,18 @@ class EncoderConfig:
         return asdict(self)
 
 
+def _drop_per_layer_tables(model: EncoderModel, state_dict: dict, prefix: str, *args) -> None:
+    """Load a state_dict saved before the model owned its encoding alone: each encoder layer then registered
+    the model's learned table too (``encoder.layers.N.positional.weight``), as copies of ``positional.weight``.
+    They are checked to be those copies and dropped."""
+    table = state_dict.get(prefix + "positional.weight")
+    for key in [k for k in state_dict if k.startswith(prefix + "encoder.layers.") and k.endswith(".positional.weight")]:
+        if table is None or not torch.equal(state_dict[key], table):
+            raise ValueError(f"{key} is not a copy of {prefix}positional.weight: an EncoderModel keeps one learned "
+                             f"position table, and this state_dict holds a different one per layer")
+        del state_dict[key]
+
+
 class EncoderModel(nn.Module):
     """Token ids ``(B, n)`` -> logits ``(B, n, num_outputs)`` (or ``(B, num_outputs)`` with ``readout="sequence"``).
 
@@ -101,12 +114,11 @@ class EncoderModel(nn.Module):
         self.embed = nn.Embedding(c.vocab_size, c.d_model)                                  # E
         self.positional = positional_encoding(c.positional, d_model=c.d_model, num_heads=c.nhead, max_len=c.max_len)
         layer = TransformerEncoderLayer(c.d_model, c.nhead, c.dim_feedforward, c.dropout, activation=c.activation,
-                                        batch_first=True, norm_first=c.norm_first, positional=self.positional,
-                                        fused=c.fused)
+                                        batch_first=True, norm_first=c.norm_first, fused=c.fused)
         # pre-norm leaves the residual stream unnormalised, so it ends with one LayerNorm (as GPT-2)
         final_norm = LayerNorm(c.d_model) if c.norm_first else None
-        self.encoder = TransformerEncoder(layer, c.num_layers, norm=final_norm, enable_nested_tensor=False,
-                                          positional=self.positional)
+        self.encoder = TransformerEncoder(layer, c.num_layers, norm=final_norm, enable_nested_tensor=False)
+        self._register_load_state_dict_pre_hook(_drop_per_layer_tables, with_module=True)
         self.head = nn.Linear(c.d_model, c.outputs)                                         # U, b
 
     def forward(self, ids: Tensor, lengths: Tensor | Sequence[int] | None = None, *,
@@ -115,12 +127,13 @@ class EncoderModel(nn.Module):
         lengths = self._check(ids, lengths)
         B, n = ids.shape
         x = self.positional(self.embed(ids))                                 # (B, n, d_model), positions added
-        # torch's meaning at the encoder's boundary: True = may NOT attend / is padding
-        attn_mask = ~causal_mask(n, device=ids.device) if c.causal else None               # (n, n)
         real = None if lengths is None else padding_mask(lengths.to(ids.device), n)        # (B, n), True = real
-        key_padding_mask = None if real is None else ~real
-        out = self.encoder(x, mask=attn_mask, src_key_padding_mask=key_padding_mask, is_causal=c.causal,
-                           need_weights=need_weights)
+        # seqlab's meaning all the way down: an additive mask (0 = may attend, -inf at padding) means the
+        # same at torch's boundary, and is_causal alone makes the layers build the causal mask
+        key_mask = None if real is None else to_additive(real, x.dtype)                     # (B, n)
+        out = self.encoder(x, src_key_padding_mask=key_mask, is_causal=c.causal,
+                           need_weights=need_weights, **self.positional.attention_args(n, n, device=x.device,
+                                                                                         dtype=x.dtype))
         h, weights = out if need_weights else (out, None)                    # (B, n, d_model), (L, B, H, n, n)
         if c.readout == "sequence":
             h = self._mean_over_real(h, real)                                # (B, d_model)

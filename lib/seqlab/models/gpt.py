@@ -15,9 +15,11 @@ no cross-attention, so GPT's "decoder" block is an encoder layer with the causal
 With ``tie_weights=True`` the output matrix is the token embedding, :math:`U = E^\top` (the same
 parameter; Press & Wolf, 2017), as in GPT-2 and nanoGPT.
 
-Positions are one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name: learned and
-sinusoidal are added to the embeddings, RoPE and ALiBi are handed to every self-attention
-(``positional=``), "none" uses no positions (the causal mask alone leaks some order).
+Positions are one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name, owned by the model
+(``positional``): learned and sinusoidal are added to the embeddings, RoPE's rotation and ALiBi's
+score bias are handed to every block's self-attention on each call
+(:meth:`~seqlab.nn.positional.PositionalEncoding.attention_args`), "none" uses no positions (the
+causal mask alone leaks some order).
 
 Initialisation follows GPT-2 / nanoGPT: every matrix and the embedding from
 :math:`\mathcal N(0, 0.02^2)`, biases zero, and the two projections that write into the residual
@@ -51,9 +53,6 @@ from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
 from seqlab.nn.transformer import ACTIVATIONS, TransformerEncoderLayer
 
 __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
-
-#: encodings that act inside the attention (the others are added to the embeddings)
-_IN_ATTENTION = ("rope", "alibi")
 
 
 def gpt2_init_(model: nn.Module, blocks: nn.ModuleList) -> None:
@@ -159,11 +158,9 @@ class GPT(nn.Module):
         self.embed = nn.Embedding(c.vocab_size, c.d_model)                                 # E
         self.positional = positional_encoding(c.positional, d_model=c.d_model, num_heads=c.n_head, max_len=c.context)
         self.dropout = nn.Dropout(c.dropout)
-        in_attention = self.positional if c.positional in _IN_ATTENTION else None
         self.blocks = nn.ModuleList(
             TransformerEncoderLayer(c.d_model, c.n_head, c.dim_feedforward, c.dropout, activation=c.activation,
-                                    batch_first=True, norm_first=c.norm_first, bias=c.bias,
-                                    positional=in_attention, fused=c.fused)
+                                    batch_first=True, norm_first=c.norm_first, bias=c.bias, fused=c.fused)
             for _ in range(c.n_layer))
         # pre-norm leaves the residual stream unnormalised: one LayerNorm after the last block
         self.norm = LayerNorm(c.d_model, bias=c.bias) if c.norm_first else nn.Identity()
@@ -189,9 +186,12 @@ class GPT(nn.Module):
         offset = self._check(ids, cache)
         x = self.positional(self.embed(ids), offset)              # (B, T, d_model); learned/sinusoidal add P
         x = self.dropout(x)
+        T = ids.shape[1]
+        positions = self.positional.attention_args(T, offset + T, device=x.device, dtype=x.dtype)  # RoPE, ALiBi
         weights = []
         for layer, block in enumerate(self.blocks):
-            x = block(x, is_causal=True, need_weights=need_weights, cache=None if cache is None else cache[layer])
+            x = block(x, is_causal=True, need_weights=need_weights, cache=None if cache is None else cache[layer],
+                      **positions)
             if need_weights:
                 x, w = x
                 weights.append(w)                                 # (B, H, T, offset + T)

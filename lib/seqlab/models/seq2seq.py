@@ -89,8 +89,8 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """Previous target ids ``(B, T)`` and a state -> next-token logits ``(B, T, V)`` and the new state.
 
-    With attention, ``memory`` (the encoder outputs ``(B, S, H)``) and its ``mask`` ``(B, S)`` are
-    needed too, and ``return_attention=True`` adds the weights ``(B, T, S)`` to what it returns.
+    With attention, ``memory`` (the encoder outputs ``(B, S, H)``) and its ``mask`` ``(B, S)``
+    (True = may attend: a real position) are needed too, and ``return_attention=True`` adds the weights ``(B, T, S)`` to what it returns.
     """
 
     def __init__(self, config: Seq2SeqConfig):

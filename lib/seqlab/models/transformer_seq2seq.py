@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from seqlab.checks import check_ids, check_lengths, first_id_outside
 from seqlab.data.pairs import teacher_forcing
 from seqlab.decoding import Hypothesis, beam_search, cut_at_eos, target_log_prob
-from seqlab.nn.masks import causal_mask, padding_mask
+from seqlab.nn.masks import padding_mask, to_additive
 from seqlab.nn.positional import SinusoidalPositionalEncoding
 from seqlab.nn.transformer import Transformer
 
@@ -139,8 +139,8 @@ class TransformerSeq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, *,
                need_weights: bool = False) -> tuple:
-        """The memory ``(B, S', d_model)`` and the source padding mask ``(B, S')`` in torch's meaning
-        (True at padding; None without lengths); with ``need_weights``, also the encoder's
+        """The memory ``(B, S', d_model)`` and the source mask ``(B, S')``, True = real (a token, not padding: may
+        be attended; None without lengths); with ``need_weights``, also the encoder's
         self-attention weights ``(L, B, H, S', S')``. ``S' = S + 1`` with ``mark_source_end``."""
         lengths = check_ids("TransformerSeq2Seq", src, src_lengths)
         _check_vocab("src", src, self.config.src_vocab_size)
@@ -149,28 +149,30 @@ class TransformerSeq2Seq(nn.Module):
             lengths = lengths.to(src.device)
         if self.config.mark_source_end:
             src, lengths = self.append_end(src, lengths)
-        pad = None if lengths is None else ~padding_mask(lengths, src.shape[1])   # (B, S), True = padding (torch's meaning)
-        out = self.transformer.encoder(self.embed(src, self.src_embed), src_key_padding_mask=pad,
+        real = None if lengths is None else padding_mask(lengths, src.shape[1])   # (B, S), True = real
+        x = self.embed(src, self.src_embed)
+        key_mask = None if real is None else to_additive(real, x.dtype)    # 0 = may attend, -inf at padding
+        out = self.transformer.encoder(x, src_key_padding_mask=key_mask,
                                        **({"need_weights": True} if need_weights else {}))
         if need_weights:
             memory, weights = out
-            return memory, pad, weights
-        return out, pad
+            return memory, real, weights
+        return out, real
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, memory_padding: Tensor | None, *,
+    def decode(self, tgt_in: Tensor, memory: Tensor, memory_real: Tensor | None, *,
                need_weights: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
-        """Logits ``(B, T, V)`` for decoder input ids ``(B, T)`` reading ``memory`` ``(B, S, d_model)``;
+        """Logits ``(B, T, V)`` for decoder input ids ``(B, T)`` reading ``memory`` ``(B, S, d_model)``, whose
+        positions ``memory_real`` ``(B, S)`` marks True = real (from :meth:`encode`; None: all real);
         with ``need_weights``, also ``{"self": (L, B, H, T, T), "cross": (L, B, H, T, S)}``."""
         check_ids("TransformerSeq2Seq", tgt_in, None)
         _check_vocab("tgt_in", tgt_in, self.config.tgt_vocab_size)
         if tgt_in.shape[0] != memory.shape[0]:
             raise ValueError(f"src and tgt_in must hold the same number of sequences, got {memory.shape[0]} "
                              f"and {tgt_in.shape[0]}")
-        T = tgt_in.shape[1]
-        # torch's meaning at the Transformer's boundary: True = may NOT attend (j > t)
-        future = ~causal_mask(T, device=tgt_in.device)                     # (T, T)
-        out = self.transformer.decoder(self.embed(tgt_in, self.tgt_embed), memory, tgt_mask=future,
-                                       memory_key_padding_mask=memory_padding, tgt_is_causal=True,
+        y = self.embed(tgt_in, self.tgt_embed)
+        # tgt_is_causal alone: seqlab's layers build the causal mask (no reading ahead) themselves
+        key_mask = None if memory_real is None else to_additive(memory_real, y.dtype)
+        out = self.transformer.decoder(y, memory, memory_key_padding_mask=key_mask, tgt_is_causal=True,
                                        **({"need_weights": True} if need_weights else {}))
         if need_weights:
             y, weights = out
@@ -184,10 +186,10 @@ class TransformerSeq2Seq(nn.Module):
         ``{"encoder": (L, B, H, S', S'), "decoder_self": (L, B, H, T, T), "cross": (L, B, H, T, S')}``
         (``S' = S + 1``, the source's ``<eos>`` last, with ``mark_source_end``)."""
         if not return_attention:
-            memory, pad = self.encode(src, src_lengths)
-            return self.decode(tgt_in, memory, pad)
-        memory, pad, encoder_weights = self.encode(src, src_lengths, need_weights=True)
-        logits, decoder_weights = self.decode(tgt_in, memory, pad, need_weights=True)
+            memory, real = self.encode(src, src_lengths)
+            return self.decode(tgt_in, memory, real)
+        memory, real, encoder_weights = self.encode(src, src_lengths, need_weights=True)
+        logits, decoder_weights = self.decode(tgt_in, memory, real, need_weights=True)
         return logits, {"encoder": encoder_weights, "decoder_self": decoder_weights["self"],
                         "cross": decoder_weights["cross"]}
 
@@ -203,12 +205,12 @@ class TransformerSeq2Seq(nn.Module):
         """
         if max_len < 1:
             raise ValueError(f"max_len must be at least 1, got {max_len}")
-        memory, pad = self.encode(src, src_lengths)
+        memory, real = self.encode(src, src_lengths)
         c = self.config
         written = torch.full((src.shape[0], 1), c.bos_id, dtype=torch.long, device=src.device)   # (B, 1 + t)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            logits = self.decode(written, memory, pad)[:, -1]             # (B, V): the next token's scores
+            logits = self.decode(written, memory, real)[:, -1]             # (B, V): the next token's scores
             tokens = logits.argmax(dim=-1)                                 # (B,)
             written = torch.cat([written, tokens[:, None]], dim=1)
             done |= tokens == c.eos_id

@@ -70,6 +70,16 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     return weights.masked_fill(empty, 0.0)
 
 
+def _check_broadcasts(mask: Tensor, q: Tensor, k: Tensor) -> None:
+    """Raise naming both shapes unless ``mask`` broadcasts to the scores ``(..., n, m)`` of ``q`` against ``k``."""
+    scores = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    try:
+        torch.broadcast_shapes(mask.shape, scores)
+    except RuntimeError:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores (..., n, m) = "
+                         f"{scores} of q {tuple(q.shape)} against k {tuple(k.shape)}") from None
+
+
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale: float | None = None,
            dropout_p: float = 0.0, fused: bool = False, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     r"""Scaled dot-product attention, :math:`\mathrm{softmax}(q k^\top \cdot \text{scale} + M)\, v`: ``(output, weights)``.
@@ -96,6 +106,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale
                          f"{v.shape[-2]} values (v {tuple(v.shape)})")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     n, m = q.shape[-2], k.shape[-2]
+    if mask is not None:
+        _check_broadcasts(mask, q, k)
     if is_causal and fused and mask is None and n == m:       # torch's kernel applies the flag itself
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale, is_causal=True), None
     if is_causal:
@@ -210,7 +222,8 @@ class Attention(nn.Module):
     """``forward(queries (B, T, d_s), memory (B, S, d_h), mask (B, S))`` -> context ``(B, T, d_h)``
     and weights ``(B, T, S)`` (each row sums to 1 over the unmasked positions).
 
-    ``mask`` is True at real source positions (False at padding); ``None`` means all are real.
+    ``mask`` ``(B, S)``: True = may attend, seqlab's meaning (a real source position; False at padding);
+    ``None`` means all are real.
     """
 
     def __init__(self, score: str, query_size: int, memory_size: int, *, attention_size: int | None = None):

@@ -13,7 +13,9 @@ and the meaning of ``torch.nn.functional.scaled_dot_product_attention``'s boolea
 for boolean masks: ``True`` means "do **not** attend" (for ``attn_mask``) and "this key is padding"
 (for ``key_padding_mask``). seqlab's twins of those classes take torch's meaning at their boundary,
 so code and state_dicts written for torch move over unchanged, and convert once, with
-:func:`from_torch`. Nothing else in seqlab uses the "True = blocked" meaning.
+:func:`from_torch`. Nothing else in seqlab uses the "True = blocked" meaning: seqlab's models built
+on the twins hand them *additive* masks (:func:`to_additive` of a "True = may attend" mask), which
+mean the same on both sides of the boundary, so no mask is inverted only to be inverted back.
 
 Shapes: a mask broadcasts against the scores ``(..., n, m)`` (``n`` queries, ``m`` keys). A padding
 mask ``(B, m)`` becomes ``(B, 1, m)`` (one head) or ``(B, 1, 1, m)`` (heads) before it is merged.

@@ -60,10 +60,12 @@ Where seqlab differs from torch (each on purpose):
   positions), where torch raises; on the fused path with no other mask it is passed to the
   kernel as a flag instead, so no ``(L, S)`` mask is kept for backward. With an ``attn_mask``,
   that mask is used as given (``is_causal`` is then a hint, as in torch);
-- keyword-only extras: ``positional`` (a :class:`seqlab.nn.positional.PositionalEncoding` whose
-  ``rotate`` and ``score_bias`` hooks act on the split heads, for RoPE and ALiBi), ``fused``
-  (use ``scaled_dot_product_attention`` when no weights are asked for) and ``cache`` (a
-  :class:`AttentionCache` of the keys and values seen so far, for generating one token at a time).
+- keyword-only extras: ``fused`` (use ``scaled_dot_product_attention`` when no weights are asked
+  for), and three call arguments: ``cache`` (a :class:`AttentionCache` of the keys and values seen
+  so far, for generating one token at a time), ``rotate`` and ``score_bias`` (what a positional
+  encoding puts inside attention: RoPE's rotation of the split heads' queries and keys, ALiBi's
+  ``(h, L, S)`` bias on the scores). The attention holds no encoding: the model that owns one hands
+  these in on every call (:meth:`seqlab.nn.positional.PositionalEncoding.attention_args`).
 
 **The KV cache.** A decoder generating token ``t`` needs the keys and values of tokens ``0..t-1``
 again, and they have not changed (causal attention: a token never reads a later one). So the
@@ -71,13 +73,14 @@ self-attention keeps them: ``forward(x_new, x_new, x_new, cache=c, is_causal=Tru
 the ``L`` new positions, appends their keys and values to ``c`` (now ``m = offset + L`` of each)
 and lets the ``L`` queries attend to all ``m`` keys. The queries are the *last* ``L`` of the ``m``
 positions, the convention of :func:`seqlab.nn.masks.causal_mask` and of the positional hooks.
-The cache stores keys *before* ``positional.rotate``: RoPE rotates all ``m`` keys by their
+The cache stores keys *before* ``rotate``: RoPE rotates all ``m`` keys by their
 position at every step (``O(m d_k)`` work, as much as the scores themselves), which keeps the hook
 exactly as an ordinary forward pass uses it. :class:`KVCache` is one :class:`AttentionCache` per layer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -86,7 +89,9 @@ from torch import Tensor, nn
 
 from seqlab.nn.attention import attend
 from seqlab.nn.masks import causal_mask, check_mask, from_torch, merge_masks
-from seqlab.nn.positional import PositionalEncoding
+
+#: A rotation of the split heads' queries ``(B, H, L, d_k)`` and keys ``(B, H, S, d_k)``, e.g. RoPE's.
+Rotation = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 
 
 @dataclass
@@ -161,11 +166,6 @@ class MultiheadAttention(nn.Module):
 
     Keyword-only seqlab additions:
 
-    - ``positional``: a :class:`~seqlab.nn.positional.PositionalEncoding`. After the heads are
-      split, ``q, k = positional.rotate(q, k)`` (RoPE) and ``positional.score_bias(L, S)``
-      ``(h, L, S)`` is added to every batch row's scores (ALiBi). It is held by reference, not
-      registered as a submodule: the model that owns it (and shares it between layers) saves and
-      moves it, and this module's ``state_dict`` keeps exactly torch's keys.
     - ``fused``: when True and ``need_weights=False``, attend with
       ``torch.nn.functional.scaled_dot_product_attention`` (one fused kernel). Whenever weights are
       requested the explicit path runs, so what is shown is what was computed.
@@ -173,13 +173,15 @@ class MultiheadAttention(nn.Module):
       ``L`` new positions as ``query``): the new keys and values are appended to the cache and the
       queries attend to all ``S = cache.offset`` keys (after appending); masks then have ``S`` key
       columns, and ``is_causal=True`` builds ``causal_mask(L, S)``. Without a cache nothing changes.
+    - ``forward(..., rotate=f, score_bias=b)``: positions, from the encoding the model owns. After the
+      heads are split (and the cache appended), ``q, k = f(q, k)`` on ``(B, h, L, d_k)`` and
+      ``(B, h, S, d_k)`` (RoPE); ``b`` ``(h, L, S)`` is added to every batch row's scores (ALiBi).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, device: torch.device | str | None = None,
-                 dtype: torch.dtype | None = None, *, positional: PositionalEncoding | None = None,
-                 fused: bool = False) -> None:
+                 dtype: torch.dtype | None = None, *, fused: bool = False) -> None:
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be positive, got embed_dim={embed_dim}, "
                              f"num_heads={num_heads}")
@@ -190,9 +192,6 @@ class MultiheadAttention(nn.Module):
                              f"num_heads could be one of {divisors}")
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1], got {dropout}")
-        if positional is not None and not isinstance(positional, PositionalEncoding):
-            raise TypeError(f"positional must be a seqlab.nn.positional.PositionalEncoding or None, "
-                            f"got {type(positional).__name__}")
         factory = {"device": device, "dtype": dtype}
         super().__init__()
         self.embed_dim, self.num_heads = embed_dim, num_heads
@@ -224,14 +223,7 @@ class MultiheadAttention(nn.Module):
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
-        self.positional = positional
         self._reset_parameters()
-
-    def __setattr__(self, name: str, value) -> None:
-        if name == "positional":        # a reference, not a submodule (see the class docstring)
-            object.__setattr__(self, name, value)
-        else:
-            super().__setattr__(name, value)
 
     def _reset_parameters(self) -> None:
         """torch's initialisation: Xavier-uniform projections, zero biases, Xavier-normal bias_k/bias_v."""
@@ -257,7 +249,8 @@ class MultiheadAttention(nn.Module):
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
                 need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
-                is_causal: bool = False, *, cache: AttentionCache | None = None) -> tuple[Tensor, Tensor | None]:
+                is_causal: bool = False, *, cache: AttentionCache | None = None, rotate: Rotation | None = None,
+                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         batched = self._check_inputs(query, key, value)
         if cache is not None:
             self._check_cache(query, key, cache, batched)
@@ -273,7 +266,7 @@ class MultiheadAttention(nn.Module):
         # (bias_k, add_zero_attn) are open to every query, so with them the mask is built here.
         causal_in_attend = (is_causal and attn_mask is None and L <= S
                             and self.bias_k is None and not self.add_zero_attn)
-        mask = self._merged_mask(attn_mask, key_padding_mask, is_causal and not causal_in_attend,
+        mask = self._merged_mask(attn_mask, key_padding_mask, is_causal and not causal_in_attend, score_bias,
                                  batched, B, L, S, query)
 
         # 1-2. project and split the heads: Q W_Q^{(i)} for every head i at once
@@ -284,8 +277,8 @@ class MultiheadAttention(nn.Module):
         v = self._split_heads(F.linear(value, W_v, b_v))         # (B, H, S, d_k)
         if cache is not None:                                    # cached positions first, then the L new ones
             k, v = cache.append(k, v)                            # (B, H, S, d_k) each, S = offset + L
-        if self.positional is not None:
-            q, k = self.positional.rotate(q, k)                  # RoPE; the identity for other encodings
+        if rotate is not None:
+            q, k = rotate(q, k)                                  # RoPE: (B, H, L, d_k), (B, H, S, d_k)
         if self.bias_k is not None:                              # one learned key/value every query may read
             k = torch.cat([k, self.bias_k.view(1, H, 1, d_k).expand(B, H, 1, d_k)], dim=2)
             v = torch.cat([v, self.bias_v.view(1, H, 1, d_k).expand(B, H, 1, d_k)], dim=2)
@@ -329,7 +322,8 @@ class MultiheadAttention(nn.Module):
         return x.view(n, B, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
     def _merged_mask(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None, is_causal: bool,
-                     batched: bool, B: int, L: int, S: int, query: Tensor) -> Tensor | None:
+                     score_bias: Tensor | None, batched: bool, B: int, L: int, S: int,
+                     query: Tensor) -> Tensor | None:
         """Every mask in seqlab's convention (True / 0 = may attend), merged, broadcastable to ``(B, H, L, S')``."""
         H = self.num_heads
         allowed = None
@@ -350,13 +344,15 @@ class MultiheadAttention(nn.Module):
             self._check_mask("key_padding_mask", key_padding_mask, shapes, "True at padding, or added to the scores",
                              query)
             padding = from_torch(key_padding_mask, query.dtype).view(B, 1, 1, S)
-        bias = None
-        if self.positional is not None:
-            bias = self.positional.score_bias(L, S, device=query.device, dtype=query.dtype)   # (H, L, S) or None
-            if bias is not None and tuple(bias.shape) != (H, L, S):
-                raise ValueError(f"positional.score_bias({L}, {S}) must have shape {(H, L, S)} (heads, queries, "
-                                 f"keys), got {tuple(bias.shape)}")
-        mask = merge_masks(allowed, padding, bias)
+        if score_bias is not None:
+            if not isinstance(score_bias, Tensor) or not score_bias.is_floating_point() \
+                    or tuple(score_bias.shape) != (H, L, S):
+                got = (f"{score_bias.dtype} of shape {tuple(score_bias.shape)}" if isinstance(score_bias, Tensor)
+                       else type(score_bias).__name__)
+                raise ValueError(f"score_bias must be a float tensor of shape {(H, L, S)} (heads, queries, keys), "
+                                 f"got {got}")
+            score_bias = score_bias.to(device=query.device, dtype=query.dtype)
+        mask = merge_masks(allowed, padding, score_bias)
         extra = int(self.bias_k is not None) + int(self.add_zero_attn)
         if mask is not None and extra:                           # the appended keys are open to every query
             mask = F.pad(mask, (0, extra), value=True if mask.dtype == torch.bool else 0.0)
@@ -413,8 +409,6 @@ class MultiheadAttention(nn.Module):
             extras.append("add_bias_kv=True")
         if self.add_zero_attn:
             extras.append("add_zero_attn=True")
-        if self.positional is not None:
-            extras.append(f"positional={type(self.positional).__name__}")
         if self.fused:
             extras.append("fused=True")
         return ", ".join(extras)

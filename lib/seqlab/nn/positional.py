@@ -14,10 +14,12 @@ RoPE               rotates each head's queries and keys        ``rotate(q, k)``
 ALiBi              a distance penalty added to the scores      ``score_bias(n, m)``
 =================  ==========================================  ==================================
 
-A model calls ``x = positional(x)`` on its embeddings, and hands the same object to its
-self-attention layers (``MultiheadAttention(..., positional=...)``), which call ``rotate`` on the
-per-head queries and keys and add ``score_bias`` to the scores. Hooks an encoding does not use are
-the identity (or ``None``), so the model code is the same for all five.
+One module owns the encoding: the model (or the outermost Transformer twin built with
+``positional=``). It calls ``x = positional(x)`` on its embeddings and, on every forward pass, hands
+each self-attention what it needs as call arguments, ``attention(..., **positional.attention_args(n, m))``:
+the ``rotate`` hook (applied to the per-head queries and keys) and the ``score_bias`` tensor (added
+to the scores). The attention layers hold no encoding. Hooks an encoding does not use are the
+identity (or ``None``) and are left out of the arguments, so the model code is the same for all five.
 
 Positions: in ``rotate`` and ``score_bias`` the ``n`` queries are the *last* ``n`` of the ``m``
 key positions (``m = n`` in an ordinary forward pass, ``m > n`` when generating with a cache of
@@ -66,6 +68,19 @@ class PositionalEncoding(nn.Module):
                    dtype: torch.dtype = torch.float32) -> Tensor | None:
         """An additive bias ``(H, n, m)`` for the scores of ``n`` queries against ``m`` keys, or None."""
         return None
+
+    def attention_args(self, n: int, m: int, *, device: torch.device | None = None,
+                       dtype: torch.dtype = torch.float32) -> dict[str, object]:
+        """The call arguments a self-attention over ``n`` queries (the last ``n`` of ``m`` positions) needs:
+        ``rotate`` (this encoding's :meth:`rotate`) and ``score_bias`` ``(H, n, m)`` in ``dtype`` on ``device``,
+        each only where this encoding uses it (``{}`` for an encoding added to the embeddings)."""
+        args: dict[str, object] = {}
+        if type(self).rotate is not PositionalEncoding.rotate:
+            args["rotate"] = self.rotate
+        bias = self.score_bias(n, m, device=device, dtype=dtype)
+        if bias is not None:
+            args["score_bias"] = bias
+        return args
 
 
 class NoPositionalEncoding(PositionalEncoding):

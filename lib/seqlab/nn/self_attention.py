@@ -32,9 +32,10 @@ from seqlab.nn.masks import causal_mask, check_mask, merge_masks
 class SelfAttention(nn.Module):
     """One self-attention head: ``forward(x (B, n, d_model))`` -> ``z (B, n, d_v)`` (and the weights).
 
-    ``causal=True`` masks the future for every call (a decoder, a GPT). ``key_padding_mask``
-    ``(B, n)`` has torch's meaning (as in ``torch.nn.MultiheadAttention``): True at *padding*, which
-    then gets no weight; ``~seqlab.nn.masks.padding_mask(lengths)`` builds one from lengths.
+    ``causal=True`` masks the future for every call (a decoder, a GPT). ``key_mask`` ``(B, n)`` has
+    seqlab's meaning: True = may attend (a real token); a False key (padding) gets no weight.
+    ``seqlab.nn.masks.padding_mask(lengths)`` builds one from lengths. (Not a torch twin, so not
+    torch's "True at padding": that meaning lives only at the boundary of the ``torch.nn`` twins.)
     """
 
     def __init__(self, d_model: int, d_k: int, d_v: int | None = None, *, causal: bool = False):
@@ -44,7 +45,7 @@ class SelfAttention(nn.Module):
         self.W_k = nn.Linear(d_model, d_k, bias=False)
         self.W_v = nn.Linear(d_model, self.d_v, bias=False)
 
-    def forward(self, x: Tensor, *, key_padding_mask: Tensor | None = None,
+    def forward(self, x: Tensor, *, key_mask: Tensor | None = None,
                 return_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"SelfAttention expects x of shape (B, n, {self.d_model}), got {tuple(x.shape)}")
@@ -56,11 +57,11 @@ class SelfAttention(nn.Module):
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)                       # (B, n, d_k), (B, n, d_k), (B, n, d_v)
         causal = causal_mask(n, device=x.device) if self.causal else None       # (n, n), True = may attend
         real = None
-        if key_padding_mask is not None:
-            check_mask("key_padding_mask", key_padding_mask, [(batch, n)], what="True at padding")
-            if key_padding_mask.dtype != torch.bool:
-                raise TypeError(f"key_padding_mask must be boolean (True at padding), got {key_padding_mask.dtype}")
-            real = ~key_padding_mask[:, None, :]                                # (B, 1, n), True = real token
+        if key_mask is not None:
+            check_mask("key_mask", key_mask, [(batch, n)], what="True = may attend")
+            if key_mask.dtype != torch.bool:
+                raise TypeError(f"key_mask must be boolean (True = may attend), got {key_mask.dtype}")
+            real = key_mask[:, None, :]                                         # (B, 1, n), True = real token
         z, weights = attend(q, k, v, merge_masks(causal, real))
         return (z, weights) if return_weights else z
 

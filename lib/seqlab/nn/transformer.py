@@ -49,13 +49,19 @@ reads nothing, see :func:`seqlab.nn.attention.attend`) where ``torch.nn`` gives 
 
 What ``torch.nn`` lacks is added as keyword-only arguments:
 
-- ``positional=`` (a :class:`seqlab.nn.positional.PositionalEncoding`) goes to every
-  *self*-attention (never cross-attention: the memory's positions are not the queries'), which
-  uses its ``rotate`` (RoPE) and ``score_bias`` (ALiBi) hooks. Encodings *added to the embeddings*
+- ``positional=`` (a :class:`seqlab.nn.positional.PositionalEncoding`) acts in every
+  *self*-attention (never cross-attention: the memory's positions are not the queries'), through
+  its ``rotate`` (RoPE) and ``score_bias`` (ALiBi). One module owns it, as a submodule (so
+  ``.to(device)`` moves it and a learned table is saved once): the layer built with it, or, once
+  layers are stacked, the stack (it takes the template layer's encoding, or its own ``positional=``),
+  or the :class:`Transformer`. The owner hands what the attention needs down as call arguments,
+  ``rotate=`` and ``score_bias=`` (:meth:`~seqlab.nn.positional.PositionalEncoding.attention_args`),
+  which every layer and stack's ``forward`` also takes from a model that owns the encoding itself
+  (GPT, :class:`~seqlab.models.encoder.EncoderModel`). Encodings *added to the embeddings*
   (sinusoidal, learned) are the model's job, before the first layer: ``x = positional(x)``.
-  A stack shares one encoding object between its layers; each layer registers it as its submodule
-  ``positional`` so that ``.to(device)`` moves its buffers (they are non-persistent: the
-  state_dict keeps torch's keys, except a *learned* table, which appears once per layer).
+- ``TransformerEncoder`` / ``TransformerDecoder`` stack any layer module, as torch's do (e.g. a
+  ``torch.nn.TransformerEncoderLayer``), calling it with torch's arguments; the seqlab extras
+  (``need_weights``, ``positional``) need seqlab's layers.
 - ``forward(..., need_weights=True)`` also returns every attention's per-head weights, always
   batch-first: a layer's ``(B, H, n, m)``, a stack's ``(L, B, H, n, m)`` over its ``L`` layers.
 - ``fused=True`` computes attention with ``torch.nn.functional.scaled_dot_product_attention``
@@ -80,7 +86,7 @@ from torch import Tensor, nn
 
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import causal_mask, check_mask, to_additive
-from seqlab.nn.multihead import AttentionCache, MultiheadAttention
+from seqlab.nn.multihead import AttentionCache, MultiheadAttention, Rotation
 from seqlab.nn.positional import PositionalEncoding
 
 #: The activations known by name (torch.nn knows the same two); any callable works too.
@@ -143,6 +149,21 @@ def _is_causal_mask(mask: Tensor | None, is_causal: bool | None, size: int) -> b
     return bool((mask == to_additive(allowed, mask.dtype)).all())
 
 
+def _positions(owner: nn.Module, rotate: Rotation | None, score_bias: Tensor | None, n: int, m: int,
+               x: Tensor) -> dict[str, Any]:
+    """The self-attention's position arguments for ``n`` queries over ``m`` keys: the caller's, or else those of
+    the encoding ``owner`` holds (computed in ``x``'s dtype, on its device). Never both: one owner."""
+    given = {name: value for name, value in (("rotate", rotate), ("score_bias", score_bias)) if value is not None}
+    positional = getattr(owner, "positional", None)
+    if positional is None:
+        return given
+    if given:
+        raise ValueError(f"{type(owner).__name__} owns a positional encoding ({type(positional).__name__}), which "
+                         f"gives its self-attention rotate and score_bias; pass {sorted(given)} only to a module "
+                         f"built without positional=")
+    return positional.attention_args(n, m, device=x.device, dtype=x.dtype)
+
+
 def _stack(weights: list[Tensor | None]) -> Tensor | None:
     return None if any(w is None for w in weights) else torch.stack(weights)  # (L, B, H, n, m)
 
@@ -170,8 +191,8 @@ class TransformerEncoderLayer(nn.Module):
         factory = {"device": device, "dtype": dtype}
         self.d_model, self.nhead, self.batch_first, self.norm_first = d_model, nhead, batch_first, norm_first
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            **factory, positional=positional, fused=fused)
-        self.positional = positional          # owned here (moved by .to()); the attention holds a reference
+                                            **factory, fused=fused)
+        self.positional = positional          # owned here while the layer stands alone (a stack takes it over)
         # the FFN: linear1 = (W_1, b_1), linear2 = (W_2, b_2)
         self.linear1 = nn.Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = nn.Dropout(dropout)
@@ -188,31 +209,28 @@ class TransformerEncoderLayer(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))    # (.., d_ff) -> (.., d_model)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool = False, *, need_weights: bool = False,
-                cache: AttentionCache | None = None) -> Tensor | tuple[Tensor, Tensor]:
+                is_causal: bool = False, *, need_weights: bool = False, cache: AttentionCache | None = None,
+                rotate: Rotation | None = None, score_bias: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
         batch, n = _check_sequence(type(self).__name__, "src", src, self.d_model, self.batch_first)
         m = n + (0 if cache is None else cache.offset)                        # keys: cached, then the n new ones
         _check_attn_mask("src_mask", src_mask, batch, self.nhead, n, m)
         _check_padding_mask("src_key_padding_mask", src_key_padding_mask, batch, m)
+        self_attn_args = {"attn_mask": src_mask, "key_padding_mask": src_key_padding_mask, "is_causal": is_causal,
+                          "need_weights": need_weights, "cache": cache,
+                          **_positions(self, rotate, score_bias, n, m, src)}          # RoPE, ALiBi
         x = src
         if self.norm_first:                                                    # pre-norm: x + Sublayer(LN(x))
-            a, weights = self._self_attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal, need_weights,
-                                              cache)
+            a, weights = self._self_attention(self.norm1(x), **self_attn_args)
             x = x + a
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         else:                                                                  # post-norm: LN(x + Sublayer(x))
-            a, weights = self._self_attention(x, src_mask, src_key_padding_mask, is_causal, need_weights, cache)
+            a, weights = self._self_attention(x, **self_attn_args)
             x = self.norm1(x + a)
             x = self.norm2(x + self.dropout2(self.feed_forward(x)))
         return (x, weights) if need_weights else x
 
-    def _self_attention(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                        is_causal: bool, need_weights: bool,
-                        cache: AttentionCache | None = None) -> tuple[Tensor, Tensor | None]:
-        extra = {} if cache is None else {"cache": cache}
-        a, weights = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                    need_weights=need_weights, average_attn_weights=False, is_causal=is_causal,
-                                    **extra)
+    def _self_attention(self, x: Tensor, **self_attn_args: Any) -> tuple[Tensor, Tensor | None]:
+        a, weights = self.self_attn(x, x, x, average_attn_weights=False, **self_attn_args)
         return self.dropout1(a), weights                                       # weights (N, H, n, m) per head
 
     def extra_repr(self) -> str:
@@ -246,8 +264,8 @@ class TransformerDecoderLayer(nn.Module):
         factory = {"device": device, "dtype": dtype}
         self.d_model, self.nhead, self.batch_first, self.norm_first = d_model, nhead, batch_first, norm_first
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            **factory, positional=positional, fused=fused)
-        self.positional = positional          # owned here (moved by .to()); the attention holds a reference
+                                            **factory, fused=fused)
+        self.positional = positional          # owned here while the layer stands alone (a stack takes it over)
         # cross-attention: no positional encoding, the memory's positions are not the queries'
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                                  batch_first=batch_first, **factory, fused=fused)
@@ -266,20 +284,23 @@ class TransformerDecoderLayer(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-                tgt_is_causal: bool = False, memory_is_causal: bool = False, *,
-                need_weights: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
+                tgt_is_causal: bool = False, memory_is_causal: bool = False, *, need_weights: bool = False,
+                rotate: Rotation | None = None,
+                score_bias: Tensor | None = None) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
         batch, t, s = self._check(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask)
+        self_attn_args = {"attn_mask": tgt_mask, "key_padding_mask": tgt_key_padding_mask,
+                          "is_causal": tgt_is_causal, "need_weights": need_weights,
+                          **_positions(self, rotate, score_bias, t, t, tgt)}          # RoPE, ALiBi
         x = tgt
         if self.norm_first:                                                    # pre-norm: x + Sublayer(LN(x))
-            a, self_weights = self._self_attention(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal,
-                                                   need_weights)
+            a, self_weights = self._self_attention(self.norm1(x), **self_attn_args)
             x = x + a
             c, cross_weights = self._cross_attention(self.norm2(x), memory, memory_mask, memory_key_padding_mask,
                                                      memory_is_causal, need_weights)
             x = x + c
             x = x + self.dropout3(self.feed_forward(self.norm3(x)))
         else:                                                                  # post-norm: LN(x + Sublayer(x))
-            a, self_weights = self._self_attention(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal, need_weights)
+            a, self_weights = self._self_attention(x, **self_attn_args)
             x = self.norm1(x + a)
             c, cross_weights = self._cross_attention(x, memory, memory_mask, memory_key_padding_mask,
                                                      memory_is_causal, need_weights)
@@ -287,11 +308,7 @@ class TransformerDecoderLayer(nn.Module):
             x = self.norm3(x + self.dropout3(self.feed_forward(x)))
         return (x, {"self": self_weights, "cross": cross_weights}) if need_weights else x
 
-    def _self_attention(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                        is_causal: bool, need_weights: bool) -> tuple[Tensor, Tensor | None]:
-        a, weights = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                    need_weights=need_weights, average_attn_weights=False, is_causal=is_causal)
-        return self.dropout1(a), weights                                       # weights (N, H, T, T)
+    _self_attention = TransformerEncoderLayer._self_attention                # weights (N, H, T, T)
 
     def _cross_attention(self, x: Tensor, memory: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
                          is_causal: bool, need_weights: bool) -> tuple[Tensor, Tensor | None]:
@@ -324,49 +341,78 @@ class TransformerDecoderLayer(nn.Module):
         return f"norm_first={self.norm_first}, batch_first={self.batch_first}"
 
 
-def _clones(layer: nn.Module, num_layers: int, positional: PositionalEncoding | None) -> nn.ModuleList:
-    """``num_layers`` copies of ``layer`` (as torch: independent parameters, the same initial values).
+def _clones(layer: nn.Module, num_layers: int, positional: PositionalEncoding | None,
+            owner: str) -> tuple[nn.ModuleList, PositionalEncoding | None]:
+    """``num_layers`` copies of ``layer`` (as torch: independent parameters, the same initial values), and the
+    positional encoding the stack will own: ``positional`` if given, else the template layer's.
 
-    The positional encoding is not copied: every layer's self-attention uses the one object
-    (``positional`` if given, else the template layer's), so that a learned or cached encoding
-    lives once.
+    Any module is copied as torch copies it. A seqlab layer's copies hold no encoding of their own: the
+    stack owns the one encoding and hands its self-attention arguments to every layer on each call.
     """
-    positional = positional if positional is not None else getattr(layer.self_attn, "positional", None)
-    keep = {} if positional is None else {id(positional): positional}       # deepcopy's memo: do not copy it
-    layers = nn.ModuleList(copy.deepcopy(layer, dict(keep)) for _ in range(num_layers))
-    if positional is not None:
-        for each in layers:
-            each.positional = each.self_attn.positional = positional
-    return layers
+    ours = isinstance(layer, (TransformerEncoderLayer, TransformerDecoderLayer))
+    if not ours and positional is not None:
+        raise TypeError(f"{owner}(positional=...) needs seqlab's layers (seqlab.nn.{owner}Layer), which take its "
+                        f"rotate and score_bias; got a {type(layer).__module__}.{type(layer).__name__}")
+    layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+    if not ours:
+        return layers, None
+    for each in layers:
+        if each.positional is not None:
+            del each.positional                # the submodule goes: the stack owns the template's encoding
+            each.positional = None
+    return layers, positional if positional is not None else layer.positional
+
+
+def _stacked_length(layers: nn.ModuleList, owner: str, name: str, x: Tensor) -> int:
+    """The sequence length of a stack's input: checked against a seqlab layer; a foreign layer checks it itself
+    (its length read as torch reads it, from ``self_attn.batch_first``)."""
+    first = layers[0]
+    if isinstance(first, (TransformerEncoderLayer, TransformerDecoderLayer)):
+        return _check_sequence(owner, name, x, first.d_model, first.batch_first)[1]
+    batch_first = getattr(getattr(first, "self_attn", None), "batch_first", False)
+    return x.shape[1 if batch_first and x.dim() == 3 else 0]
+
+
+def _seqlab_extras(layers: nn.ModuleList, owner: str, need_weights: bool, positions: dict[str, Any]) -> dict:
+    """The keywords only seqlab's layers take, checked: a foreign layer gets torch's arguments alone."""
+    extras = {"need_weights": True} if need_weights else {}
+    extras.update(positions)
+    if extras and not isinstance(layers[0], (TransformerEncoderLayer, TransformerDecoderLayer)):
+        raise TypeError(f"{owner}: {sorted(extras)} need seqlab's layers (seqlab.nn.{owner}Layer); this stack holds "
+                        f"{type(layers[0]).__module__}.{type(layers[0]).__name__}, called with torch's arguments only")
+    return extras
 
 
 class TransformerEncoder(nn.Module):
     r"""A stack of ``num_layers`` copies of ``encoder_layer`` (``layers.0 ..``), then ``norm`` if given.
 
     As ``torch.nn.TransformerEncoder``; ``enable_nested_tensor`` and ``mask_check`` are accepted for
-    compatibility and change nothing (there is no nested-tensor fast path here). ``positional`` replaces
-    every layer's self-attention encoding by one shared object. ``need_weights=True`` returns
+    compatibility and change nothing (there is no nested-tensor fast path here). ``encoder_layer`` may be
+    any layer module (a ``torch.nn.TransformerEncoderLayer`` too), called as torch calls it. The stack
+    owns the positional encoding (``positional``, else the template layer's) and hands ``rotate`` and
+    ``score_bias`` to every layer (unless the caller passes them). ``need_weights=True`` returns
     ``(output, weights (L, N, H, S, S))``.
     """
 
-    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: nn.Module | None = None,
+    def __init__(self, encoder_layer: nn.Module, num_layers: int, norm: nn.Module | None = None,
                  enable_nested_tensor: bool = True, mask_check: bool = True, *,
                  positional: PositionalEncoding | None = None) -> None:
         super().__init__()
-        self.layers = _clones(encoder_layer, num_layers, positional)
+        self.layers, self.positional = _clones(encoder_layer, num_layers, positional, "TransformerEncoder")
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
 
     def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool | None = None, *, need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-        first = self.layers[0]
-        _, n = _check_sequence(type(self).__name__, "src", src, first.d_model, first.batch_first)
+                is_causal: bool | None = None, *, need_weights: bool = False, rotate: Rotation | None = None,
+                score_bias: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        n = _stacked_length(self.layers, type(self).__name__, "src", src)
         is_causal = _is_causal_mask(mask, is_causal, n)
+        extras = _seqlab_extras(self.layers, "TransformerEncoder", need_weights,
+                                _positions(self, rotate, score_bias, n, n, src))
         x, weights = src, []
         for layer in self.layers:
-            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal,
-                      need_weights=need_weights)
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal, **extras)
             if need_weights:
                 x, w = x
                 weights.append(w)                                              # (N, H, S, S)
@@ -378,29 +424,32 @@ class TransformerEncoder(nn.Module):
 class TransformerDecoder(nn.Module):
     r"""A stack of ``num_layers`` copies of ``decoder_layer`` (``layers.0 ..``), then ``norm`` if given.
 
-    As ``torch.nn.TransformerDecoder``; every layer attends to the same ``memory``. ``need_weights=True``
+    As ``torch.nn.TransformerDecoder``; every layer attends to the same ``memory``. Any layer module is
+    stacked, and the positional encoding owned, as in :class:`TransformerEncoder`. ``need_weights=True``
     returns ``(output, {"self": (L, N, H, T, T), "cross": (L, N, H, T, S)})``.
     """
 
-    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: nn.Module | None = None, *,
+    def __init__(self, decoder_layer: nn.Module, num_layers: int, norm: nn.Module | None = None, *,
                  positional: PositionalEncoding | None = None) -> None:
         super().__init__()
-        self.layers = _clones(decoder_layer, num_layers, positional)
+        self.layers, self.positional = _clones(decoder_layer, num_layers, positional, "TransformerDecoder")
         self.num_layers = num_layers
         self.norm = norm
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-                tgt_is_causal: bool | None = None, memory_is_causal: bool = False, *,
-                need_weights: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
-        first = self.layers[0]
-        _, t = _check_sequence(type(self).__name__, "tgt", tgt, first.d_model, first.batch_first)
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False, *, need_weights: bool = False,
+                rotate: Rotation | None = None,
+                score_bias: Tensor | None = None) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
+        t = _stacked_length(self.layers, type(self).__name__, "tgt", tgt)
         tgt_is_causal = _is_causal_mask(tgt_mask, tgt_is_causal, t)
+        extras = _seqlab_extras(self.layers, "TransformerDecoder", need_weights,
+                                _positions(self, rotate, score_bias, t, t, tgt))
         x, self_weights, cross_weights = tgt, [], []
         for layer in self.layers:
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask, tgt_key_padding_mask=tgt_key_padding_mask,
                       memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                      memory_is_causal=memory_is_causal, need_weights=need_weights)
+                      memory_is_causal=memory_is_causal, **extras)
             if need_weights:
                 x, w = x
                 self_weights.append(w["self"])                                 # (N, H, T, T)
@@ -419,7 +468,8 @@ class Transformer(nn.Module):
     ``(N, S, E)`` / ``(N, T, E)`` (batch_first) or ``(S, N, E)`` / ``(T, N, E)``; the output has the
     target's shape. Each stack ends in a LayerNorm (``encoder.norm``, ``decoder.norm``), as in torch.
 
-    ``positional`` goes to the self-attention of every encoder and decoder layer; ``need_weights=True``
+    ``positional`` (owned here, once) acts in the self-attention of every encoder and decoder layer: the
+    model hands each stack its ``rotate`` and ``score_bias`` on every call; ``need_weights=True``
     returns ``(output, {"encoder": (L, N, H, S, S), "decoder_self": (L, N, H, T, T), "cross": (L, N, H, T, S)})``.
     """
 
@@ -439,13 +489,18 @@ class Transformer(nn.Module):
         else:
             self.encoder = TransformerEncoder(
                 TransformerEncoderLayer(*layer_args, **factory, fused=fused),
-                num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory), positional=positional)
+                num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             self.decoder = TransformerDecoder(
                 TransformerDecoderLayer(*layer_args, **factory, fused=fused),
-                num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory), positional=positional)
+                num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+        if positional is not None and not (isinstance(self.encoder, TransformerEncoder)
+                                           and isinstance(self.decoder, TransformerDecoder)):
+            raise TypeError("Transformer(positional=...) hands rotate and score_bias to its stacks, which must be "
+                            "seqlab's TransformerEncoder and TransformerDecoder (custom_encoder / custom_decoder)")
+        self.positional = positional          # the one owner of the encoding for both stacks
         self._reset_parameters()
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
 
@@ -454,20 +509,21 @@ class Transformer(nn.Module):
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
                 src_is_causal: bool | None = None, tgt_is_causal: bool | None = None, memory_is_causal: bool = False,
                 *, need_weights: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
-        src_batch, _ = _check_sequence("Transformer", "src", src, self.d_model, self.batch_first)
-        tgt_batch, _ = _check_sequence("Transformer", "tgt", tgt, self.d_model, self.batch_first)
+        src_batch, s = _check_sequence("Transformer", "src", src, self.d_model, self.batch_first)
+        tgt_batch, t = _check_sequence("Transformer", "tgt", tgt, self.d_model, self.batch_first)
         if src.dim() != tgt.dim() or src_batch != tgt_batch:
             raise ValueError(f"src and tgt must have the same batch size: src {tuple(src.shape)} has {src_batch}, "
                              f"tgt {tuple(tgt.shape)} has {tgt_batch} (batch_first={self.batch_first})")
         weights_kw = {"need_weights": True} if need_weights else {}        # custom stacks need not know the keyword
         memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal,
-                              **weights_kw)
+                              **weights_kw, **_positions(self, None, None, s, s, src))     # S queries, S keys
         if need_weights:
             memory, encoder_weights = memory
         output = self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                               tgt_key_padding_mask=tgt_key_padding_mask,
                               memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                              memory_is_causal=memory_is_causal, **weights_kw)
+                              memory_is_causal=memory_is_causal, **weights_kw,
+                              **_positions(self, None, None, t, t, tgt))                      # T queries, T keys
         if not need_weights:
             return output
         output, decoder_weights = output
