@@ -259,8 +259,10 @@ def test_notebook_show_puts_the_alt_text_on_the_figure(monkeypatch):
     show(fig, "A line falling from 1 at x = 0 to 0 at x = 1: the loss halves twice.")
     assert shown == [(fig, {"image/png": {"alt": "A line falling from 1 at x = 0 to 0 at x = 1: the loss halves twice."}})]
     assert not plt.fignum_exists(fig.number)          # closed: not drawn a second time at the cell's end
+    untitled = plt.figure()
     with pytest.raises(ValueError, match="alt text of a sentence or more"):
-        show(plt.figure(), "a plot")
+        show(untitled, "a plot")
+    plt.close(untitled)   # other tests in this process check that no figure is left open
 
 
 def test_torch_threads_sets_the_count_for_the_block_and_restores_it_on_error():
