@@ -39,6 +39,7 @@ import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 90.0
+ANSI_COLOURS = re.compile(r"\x1b\[[0-9;]*m")   # a traceback's terminal colours
 
 
 def clean_for_commit(nb: nbformat.NotebookNode) -> None:
@@ -88,7 +89,7 @@ def main(argv: list[str]) -> int:
         try:
             return path, execute(path, None if args.out is None else args.out / path.name), None
         except Exception as err:  # noqa: BLE001  (reported below with the notebook's name; the others go on)
-            message = re.sub(r"\x1b\[[0-9;]*m", "", str(err))   # the traceback's terminal colours
+            message = ANSI_COLOURS.sub("", str(err))
             return path, time.perf_counter() - started, f"{type(err).__name__}: {message[-1500:]}"
 
     total, failed = 0.0, 0

@@ -11,14 +11,14 @@ Nothing is written back.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
-ANSI_COLOURS = re.compile(r"\x1b\[[0-9;]*m")   # a traceback's terminal colours
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from execute_notebooks import ANSI_COLOURS  # noqa: E402  (a sibling script: the same cleaning of tracebacks)
 
 
 def main(argv: list[str]) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from course import BROWSER_INSTALL_HINT, find_chromium
+from course import BROWSER_INSTALL_HINT, NPM_DIR, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_HINT = (f"install Chromium and Playwright: `{BROWSER_INSTALL_HINT}` (Debian/Ubuntu; `make test` "
@@ -42,12 +42,24 @@ def _browser_required() -> bool:
     return os.environ.get("SEQLAB_REQUIRE_BROWSER", "") not in ("", "0")
 
 
-def _unavailable(reason: str) -> None:
-    message = f"browser tests cannot run: {reason}; {INSTALL_HINT}"
+def _unavailable(reason: str, hint: str = INSTALL_HINT) -> None:
+    message = f"browser tests cannot run: {reason}; {hint}"
     if _browser_required():
         pytest.fail(message + " (SEQLAB_REQUIRE_BROWSER is set, so this is a failure, not a skip)",
                     pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def site_npm_packages() -> Path:
+    """``node_modules`` with the HTML edition's MathJax and axe-core. `make test` installs them before the
+    network goes off (course.npm_packages); the tests themselves cannot."""
+    modules = NPM_DIR / "node_modules"
+    missing = [name for name in ("mathjax", "axe-core") if not (modules / name).exists()]
+    if missing:
+        _unavailable(f"the HTML edition's npm packages {missing} are not in {NPM_DIR}",
+                     "run `python3 course.py site` once (it needs npm, from Node.js)")
+    return modules
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -24,7 +23,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_site  # noqa: E402  (a script: the one build the README's `make site` runs)
-import course  # noqa: E402
 
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 FAILING_IMPACTS = ("serious", "critical")
@@ -32,14 +30,7 @@ ARTIFACT = ROOT / "test-artifacts" / "site-audit.json"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    missing = [name for name in ("mathjax", "axe-core") if not (course.NPM_DIR / "node_modules" / name).exists()]
-    if missing:   # `make test` installs them before the network goes off (course.npm_packages); tests cannot
-        message = (f"the HTML edition's npm packages {missing} are not in {course.NPM_DIR}: run `python3 course.py "
-                   "site` once (it needs npm, from Node.js)")
-        if os.environ.get("SEQLAB_REQUIRE_BROWSER", "") not in ("", "0"):
-            pytest.fail(message + " (SEQLAB_REQUIRE_BROWSER is set: a failure, not a skip)", pytrace=False)
-        pytest.skip(message)
+def site(site_npm_packages, tmp_path_factory) -> Path:
     return build_site.build(tmp_path_factory.mktemp("site") / "html")
 
 
@@ -93,8 +84,8 @@ def audit_page(browser, base: str, page_path: str, axe_source: str) -> dict:
             "figures": len(figures), "figures_with_alt_text": sum(f["described"] for f in figures)}
 
 
-def test_every_page_is_offline_and_passes_axe(site, served, browser):
-    axe_source = (build_site.npm_package("axe-core") / "axe.min.js").read_text()
+def test_every_page_is_offline_and_passes_axe(site, served, browser, site_npm_packages):
+    axe_source = (site_npm_packages / "axe-core" / "axe.min.js").read_text()
     pages = [p for p in json.loads((site / "pages.json").read_text()) if not p.startswith("_static/")]
     assert "index.html" in pages and sum(p.startswith("notebooks/") for p in pages) == len(
         list((ROOT / "notebooks").glob("*.ipynb")))
