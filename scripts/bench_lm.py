@@ -6,6 +6,9 @@
     python scripts/bench_lm.py --out data/bench/lm-60s.json
     python scripts/bench_lm.py --gpt d_model=96 --gpt n_layer=3 --lr 2e-3   # try a variant of charlm-gpt
     python scripts/bench_lm.py --jobs 3                 # the recipes in 3 processes at once (CPU clock)
+    python scripts/bench_lm.py --device cuda --seconds 200 --recurrent-kernel torch \
+        --recurrent num_layers=2 --recurrent hidden_size=512 --recurrent-train batch_size=128
+                                                        # on a GPU, wall-clock seconds, each model at its fastest
 
 Every recipe trains on the course's Shakespeare split (seqlab.data.char_lm_data: the first 90% of
 the text) and is scored on the course's validation windows (seqlab.pretrained.validation_batches,
@@ -45,6 +48,15 @@ made on quiet machines. ``--steps N`` fixes the work instead: data/bench/budget-
 step counts are 300 CPU-seconds' worth of each recipe at the rate its quiet 20-minute record measured
 (steps per CPU-second: LSTM 16.26, GRU 18.92, RNN 52.92, charlm-gpt 24.17), every rate decayed to the
 end of its own budget. Their results do not depend on what else the machine was doing.
+
+**On a GPU** (``--device cuda``) the clock is wall-clock time with the GPU's queue drained before each
+reading (``torch.cuda.synchronize``), and a GPU affords larger models: ``--recurrent KEY=VALUE`` changes a
+field of the recurrent recipes' CharLMConfig (``hidden_size``, ``num_layers``, ``dropout``...),
+``--recurrent-train KEY=VALUE`` their ``batch_size``, ``seq_len`` or ``lr``, and ``--recurrent-kernel torch``
+runs their recurrence with torch.nn's cuDNN kernel instead of seqlab's step-by-step scan (launch-bound on a
+GPU: about 15 times cuDNN's time per step, ``scripts/bench_rnn.py``), so that each architecture trains at
+the speed its best implementation allows. The GPT's attention is seqlab's own; ``--gpt fused=true`` (the
+charlm-gpt recipe's setting) computes it with torch's fused kernel.
 
 ``--out FILE`` writes the curves, the table and the set-up (machine, threads, clock, date,
 command) as JSON; data/bench/ holds a recorded run that notebook 13 draws.
@@ -146,16 +158,23 @@ class Recipe:
 RECURRENT_SCHEDULES = {"cosine": "cosine to 0.1 x lr at the end of the budget", "constant": "constant"}
 
 
+RECURRENT_TRAIN = {"batch_size": recipes.BATCH_SIZE, "seq_len": recipes.SEQ_LEN, "lr": 3e-3}   # their checkpoints'
+
+
 def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, lr: float | None = None,
-                train_overrides: dict | None = None, schedule: str = "cosine") -> Recipe:
-    """Build recipe ``name``'s model and optimizer from seed SEED (the same start on every run).
+                train_overrides: dict | None = None, schedule: str = "cosine", recurrent_overrides: dict | None = None,
+                recurrent_train: dict | None = None, recurrent_kernel: str = "seqlab",
+                device: str = "cpu") -> Recipe:
+    """Build recipe ``name``'s model (on ``device``) and optimizer from seed SEED (the same start on every run).
 
     ``train_overrides`` change charlm-gpt's training set-up; ``schedule`` is the recurrent recipes' rate
-    schedule (``"cosine"`` as charlm-gpt's, without warm-up, or ``"constant"`` as their checkpoints').
+    schedule (``"cosine"`` as charlm-gpt's, without warm-up, or ``"constant"`` as their checkpoints');
+    ``recurrent_overrides`` change their CharLMConfig, ``recurrent_train`` their batch size, sequence length
+    and rate, and ``recurrent_kernel="torch"`` runs their recurrence with torch.nn's kernel.
     """
     torch.manual_seed(SEED)
     if name == "nanogpt-baby":
-        model = NanoGPT(vocab_size)
+        model = NanoGPT(vocab_size).to(device)
         return Recipe(name, model, nanogpt_optimizer(model), batch_size=12, seq_len=64, clip_norm=1.0,
                       schedule=nanogpt_schedule(),
                       description={"built_from": "torch.nn", "n_layer": 4, "n_head": 4, "n_embd": 128, "context": 64,
@@ -165,7 +184,7 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
                                    "parameters": sum(p.numel() for p in model.parameters())})
     if name == "charlm-gpt":
         spec = recipes.CHECKPOINTS["charlm-gpt"]
-        model = recipes.build_model("charlm-gpt", **(gpt_overrides or {}))
+        model = recipes.build_model("charlm-gpt", **(gpt_overrides or {})).to(device)
         setup = {**spec["training"], **(train_overrides or {}), **({"lr": lr} if lr is not None else {})}
         if setup["seq_len"] > model.config.context:
             raise ValueError(f"seq_len {setup['seq_len']} is longer than the GPT's context {model.config.context}")
@@ -178,13 +197,22 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
     if name in ("lstm", "gru", "rnn"):
         if schedule not in RECURRENT_SCHEDULES:
             raise ValueError(f"schedule must be one of {sorted(RECURRENT_SCHEDULES)}, got {schedule!r}")
-        model = CharLM(CharLMConfig(vocab_size=vocab_size, cell=name))
-        return Recipe(name, model, torch.optim.Adam(model.parameters(), lr=3e-3), batch_size=recipes.BATCH_SIZE,
-                      seq_len=recipes.SEQ_LEN, clip_norm=1.0,
+        if recurrent_kernel not in ("seqlab", "torch"):
+            raise ValueError(f"recurrent_kernel must be 'seqlab' or 'torch', got {recurrent_kernel!r}")
+        unknown = set(recurrent_train or {}) - set(RECURRENT_TRAIN)
+        if unknown:
+            raise ValueError(f"--recurrent-train takes {sorted(RECURRENT_TRAIN)}, got {sorted(unknown)}")
+        setup = {**RECURRENT_TRAIN, **(recurrent_train or {})}
+        config = CharLMConfig(vocab_size=vocab_size, cell=name, **(recurrent_overrides or {}))
+        model = CharLM(config, reference=recurrent_kernel == "torch").to(device)
+        built_from = ("seqlab (seqlab.models.charlm.CharLM)" if recurrent_kernel == "seqlab" else
+                      "seqlab's CharLM around torch.nn's recurrent layer (CharLM(reference=True))")
+        return Recipe(name, model, torch.optim.Adam(model.parameters(), lr=setup["lr"]), batch_size=setup["batch_size"],
+                      seq_len=setup["seq_len"], clip_norm=1.0,
                       schedule=warmup_cosine(0, 0.1) if schedule == "cosine" else None,
-                      description={"built_from": "seqlab (seqlab.models.charlm.CharLM)", "config": model.config.to_dict(),
-                                   "batch_size": recipes.BATCH_SIZE, "seq_len": recipes.SEQ_LEN,
-                                   "optimizer": "Adam lr 3e-3", "schedule": RECURRENT_SCHEDULES[schedule],
+                      description={"built_from": built_from, "config": config.to_dict(),
+                                   "batch_size": setup["batch_size"], "seq_len": setup["seq_len"],
+                                   "optimizer": f"Adam lr {setup['lr']:g}", "schedule": RECURRENT_SCHEDULES[schedule],
                                    "clip_norm": 1.0,
                                    "parameters": sum(p.numel() for p in model.parameters())})
     raise ValueError(f"unknown recipe {name!r}; expected some of {ALL_RECIPES}")
@@ -200,6 +228,9 @@ def run(recipe: Recipe, train_ids: torch.Tensor, subset: list, full: list, *, se
     (seconds, steps, validation loss on ``subset``) and the final loss on ``full``.
     """
     model, optimizer = recipe.model, recipe.optimizer
+    device = next(model.parameters()).device
+    subset = [(x.to(device), y.to(device)) for x, y in subset]
+    full = [(x.to(device), y.to(device)) for x, y in full]
     batches = forever(LMBatches(train_ids, recipe.batch_size, recipe.seq_len, seed=SEED))
     torch.manual_seed(SEED)
     budget = seconds if seconds is not None else float(steps)
@@ -212,7 +243,7 @@ def run(recipe: Recipe, train_ids: torch.Tensor, subset: list, full: list, *, se
         if used >= budget:
             break
         start = clock()
-        x, y = next(batches)
+        x, y = (t.to(device, non_blocking=True) for t in next(batches))
         loss = lm_loss(model, (x, y))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -241,6 +272,12 @@ def run(recipe: Recipe, train_ids: torch.Tensor, subset: list, full: list, *, se
             "val_loss": round(final, 5), "curve": curve}
 
 
+def gpu_clock() -> float:
+    """Wall-clock seconds once the GPU has finished the work queued so far (kernels run asynchronously)."""
+    torch.cuda.synchronize()
+    return time.perf_counter()
+
+
 def run_one(name: str, settings: dict, data=None, full: list | None = None) -> dict:
     """Build and run one recipe with the script's settings (also in a worker process, see --jobs)."""
     torch.set_num_threads(settings["threads"])
@@ -248,11 +285,13 @@ def run_one(name: str, settings: dict, data=None, full: list | None = None) -> d
     full = full if full is not None else pretrained.validation_batches()[:settings["full"]]
     gpt = name == "charlm-gpt"
     recipe = make_recipe(name, len(data.vocab), settings["overrides"] if gpt else None, settings["lr"] if gpt else None,
-                         settings["train"] if gpt else None, settings["schedule"])
+                         settings["train"] if gpt else None, settings["schedule"], settings["recurrent"],
+                         settings["recurrent_train"], settings["recurrent_kernel"], settings["device"])
+    clocks = {"cpu": time.process_time, "wall": time.perf_counter, "gpu": gpu_clock}
     if gpt and settings["label"]:
         recipe.name = settings["label"]
     return run(recipe, data.train, full[:settings["subset"]], full, seconds=settings["seconds"],
-               steps=settings["steps"], clock=time.process_time if settings["clock"] == "cpu" else time.perf_counter,
+               steps=settings["steps"], clock=clocks[settings["clock"]],
                points=settings["points"], log=lambda line: print(line, flush=True))
 
 
@@ -295,8 +334,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="training budget per recipe (default 60)")
     parser.add_argument("--steps", type=int, help="a step budget instead of seconds (for quick checks)")
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="cpu: this process's CPU time (default); wall: wall-clock time")
+    parser.add_argument("--clock", choices=("cpu", "wall"),
+                        help="cpu: this process's CPU time (the default on the CPU); wall: wall-clock time (on a GPU: "
+                             "the only choice, read after the GPU's queue is drained)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the models train (default cpu)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--recipes", nargs="+", default=list(DEFAULT_RECIPES), choices=ALL_RECIPES)
     parser.add_argument("--points", type=int, default=8, help="evaluations along the curve (default 8)")
@@ -313,24 +354,39 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--schedule", choices=sorted(RECURRENT_SCHEDULES), default="cosine",
                         help="the recurrent recipes' rate: cosine decay to the end of the budget, as charlm-gpt's "
                              "(default), or constant, as their checkpoints'")
+    parser.add_argument("--recurrent", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a CharLMConfig field of the recurrent recipes, e.g. hidden_size=512 (repeatable)")
+    parser.add_argument("--recurrent-train", action="append", default=[], metavar="KEY=VALUE",
+                        help="override the recurrent recipes' batch_size, seq_len or lr (repeatable)")
+    parser.add_argument("--recurrent-kernel", choices=("seqlab", "torch"), default="seqlab",
+                        help="the recurrent recipes' recurrence: seqlab's scan (default) or torch.nn's kernel")
     parser.add_argument("--jobs", type=int, default=1,
                         help="run the recipes in this many processes at once (CPU clock only; default 1)")
     parser.add_argument("--out", type=Path, help="write the curves and the table as JSON")
     args = parser.parse_args(argv)
-    if args.jobs > 1 and args.clock == "wall":
+    if args.device == "cuda":
+        if args.clock == "cpu":
+            parser.error("--device cuda needs the wall clock: the CPU time of the process does not see the GPU's work")
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: torch sees no CUDA device here")
+        args.clock = "gpu"
+    args.clock = args.clock or "cpu"
+    if args.jobs > 1 and args.clock != "cpu":
         parser.error("--jobs > 1 needs --clock cpu: parallel recipes would share the wall clock's seconds")
     torch.set_num_threads(args.threads)
     data = char_lm_data()
     full = pretrained.validation_batches()[:args.full]
     subset = full[:args.subset]
     overrides = parse_overrides(args.gpt)
-    budget = f"{args.steps} steps" if args.steps else f"{args.seconds:g} {'CPU-' if args.clock == 'cpu' else ''}seconds"
+    budget = f"{args.steps} steps" if args.steps else f"{args.seconds:g} {'CPU-' if args.clock == 'cpu' else 'GPU-' if args.clock == 'gpu' else ''}seconds"
     print(f"budget {budget} per recipe, {args.threads} thread(s), clock={args.clock}; "
           f"curve on {len(subset)} validation batches, final on {len(full)}", flush=True)
     settings = {"seconds": None if args.steps else args.seconds, "steps": args.steps, "clock": args.clock,
                 "threads": args.threads, "points": args.points, "subset": args.subset, "full": args.full,
                 "overrides": overrides, "lr": args.lr, "train": parse_overrides(args.train), "label": args.label,
-                "schedule": args.schedule}
+                "schedule": args.schedule, "recurrent": parse_overrides(args.recurrent),
+                "recurrent_train": parse_overrides(args.recurrent_train), "recurrent_kernel": args.recurrent_kernel,
+                "device": args.device}
     if args.jobs > 1:           # one process per recipe; each measures its own CPU time
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -349,8 +405,11 @@ def main(argv: list[str]) -> int:
             "what": "validation loss (nats/char, seqlab.pretrained.validation_batches) against training budget",
             "budget": {"seconds": None if args.steps else args.seconds, "steps": args.steps, "clock": args.clock,
                        "jobs": args.jobs,
-                       "clock_meaning": ("CPU time of the process (time.process_time), evaluations excluded"
-                                         if args.clock == "cpu" else "wall-clock time, evaluations excluded"),
+                       "clock_meaning": {"cpu": "CPU time of the process (time.process_time), evaluations excluded",
+                                         "wall": "wall-clock time, evaluations excluded",
+                                         "gpu": "wall-clock time with the GPU's queue drained at each reading, "
+                                                "evaluations excluded"}[args.clock],
+                       "device": args.device,
                        "threads": args.threads},
             "validation": {"curve_batches": len(subset), "final_batches": len(full),
                            "batch": [recipes.BATCH_SIZE, recipes.SEQ_LEN]},
@@ -358,6 +417,7 @@ def main(argv: list[str]) -> int:
             "comparisons": diffs,
             "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": args.threads,
                         "processor": platform.processor() or platform.machine(), "cpus": _cpu_model(),
+                        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
                         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
             "command": "python scripts/bench_lm.py " + " ".join(argv),
         }

@@ -52,6 +52,29 @@ def test_nanogpt_baby_is_built_from_torch_nn_with_nanogpts_schedule():
     assert torch.allclose(model(changed)[:, :40], logits[:, :40], atol=1e-5), "causal: no position reads ahead"
 
 
+def test_recurrent_overrides_change_the_model_and_its_training_and_can_use_torchs_kernel():
+    recipe = bench_lm.make_recipe("lstm", 84, recurrent_overrides={"hidden_size": 32, "num_layers": 2, "dropout": 0.1},
+                                  recurrent_train={"batch_size": 4, "seq_len": 16, "lr": 1e-3}, recurrent_kernel="torch")
+    assert isinstance(recipe.model.rnn, torch.nn.LSTM)                  # torch.nn's kernel, not seqlab's scan
+    assert (recipe.model.rnn.hidden_size, recipe.model.rnn.num_layers) == (32, 2)
+    assert (recipe.batch_size, recipe.seq_len) == (4, 16) and recipe.optimizer.param_groups[0]["lr"] == 1e-3
+    assert "torch.nn" in recipe.description["built_from"] and recipe.description["config"]["hidden_size"] == 32
+    default = bench_lm.make_recipe("gru", 84)
+    assert not isinstance(default.model.rnn, torch.nn.GRU) and (default.batch_size, default.seq_len) == (32, 64)
+    with pytest.raises(ValueError, match="batch_size.*got \\['epochs'\\]"):
+        bench_lm.make_recipe("lstm", 84, recurrent_train={"epochs": 3})
+
+
+def test_a_gpu_run_needs_the_wall_clock_and_a_gpu(capsys):
+    with pytest.raises(SystemExit):
+        bench_lm.main(["--device", "cuda", "--clock", "cpu", "--steps", "1"])
+    assert "needs the wall clock" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            bench_lm.main(["--device", "cuda", "--steps", "1"])
+        assert "no CUDA device" in capsys.readouterr().err
+
+
 def test_gpt_overrides_are_parsed_with_their_types():
     assert bench_lm.parse_overrides(["d_model=96", "positional=rope", "fused=false", "dropout=0.1"]) == {
         "d_model": 96, "positional": "rope", "fused": False, "dropout": 0.1}
