@@ -18,7 +18,7 @@ from PIL import Image  # noqa: E402
 
 from seqlab.widgets import PNGFigure  # noqa: E402
 from seqlab.widgets.attention import (AttentionExplorer, AttentionMap, AttentionPlot, attention_from_model,  # noqa: E402
-                                      attention_map, draw_attention, summarize_head, top_attended)
+                                      attention_map, describe_view, draw_attention, summarize_head, top_attended)
 
 SRC = "the cat sat on the mat <eos>".split()
 TGT = "<bos> die katze sass auf".split()
@@ -390,3 +390,43 @@ def test_seqlab_transformer_weights_go_in_unchanged():
         _, stack = encoder(src, need_weights=True)                              # (L, B, H, n, n)
     amap, = attention_from_model(stack, SRC, index=0, kind="encoder self-attention").values()
     np.testing.assert_array_equal(amap.weights, stack[:, 0].double().numpy())
+
+
+# -- describe: the picture in words (alt text, screen readers) ---------------------------------------------
+
+@pytest.mark.parametrize("kind, layer, head, token", [("encoder self-attention", 0, 0, 0),
+                                                      ("encoder self-attention", 1, 3, 4), ("cross-attention", 1, 2, 3)])
+def test_description_names_the_key_the_drawn_row_weighs_most(maps, kind, layer, head, token):
+    amap = maps[kind]
+    plot = AttentionPlot(amap)
+    plot.update(layer, head, token)
+    drawn = np.asarray(plot.image.get_array())[token]                       # the row the picture shows
+    j = int(drawn.argmax())
+    text = describe_view(amap, layer, head, token)
+    summary = summarize_head(amap.weights[layer, head], self_attention=amap.self_attention)
+    assert text.startswith(f"Heatmap of {kind}, layer {layer}, head {head}: {amap.n_queries} query tokens")
+    assert f"query {token} {amap.query_tokens[token]!r}" in text
+    assert f"attends most to {amap.key_tokens[j]!r} ({drawn[j]:.2f}), then " in text
+    assert f"Head {head} looks like {summary.name!r}" in text
+
+
+def test_description_follows_the_state_and_the_grid_names_every_head(maps):
+    amap = maps["encoder self-attention"]
+    texts = {describe_view(amap, layer, head, token) for layer in (0, 1) for head in (0, 1) for token in (0, 5)}
+    assert len(texts) == 8
+    grid = describe_view(amap, 1, 2, 5, all_heads=True)
+    assert grid.startswith(f"Grid of heatmaps of the {amap.heads} heads of encoder self-attention, layer 1, head 2 framed")
+    for h in range(amap.heads):
+        j = int(amap.weights[1, h, 5].argmax())
+        assert f"head {h} (" in grid and f"{amap.key_tokens[j]!r} ({amap.weights[1, h, 5, j]:.2f})" in grid
+
+
+def test_explorer_static_figure_and_live_region_say_what_is_shown(maps):
+    explorer = AttentionExplorer(maps, kind="cross-attention", layer=1, head=2, token=3)
+    static = explorer.static_figure()
+    assert static.alt == describe_view(maps["cross-attention"], 1, 2, 3)
+    assert static._repr_mimebundle_()[1] == {"image/png": {"alt": static.alt}}
+    explorer.head.value = 0
+    explorer.all_heads.value = True
+    assert explorer.live.last_description == describe_view(maps["cross-attention"], 1, 0, 3, all_heads=True)
+    assert explorer.live.last_description == explorer.describe(**explorer.values())

@@ -232,6 +232,9 @@ class _Wave(Widget):
     def update_text(self, frequency, phase):
         self.readout.value = f"f = {frequency}"
 
+    def describe(self, frequency, phase):
+        return f"One sine wave over one second, {frequency:g} cycles, starting at {1 if phase else 0} (phase {phase})."
+
     def figure(self, frequency, phase):
         self.figures += 1
         fig = PNGFigure(figsize=(2, 2), dpi=80)
@@ -243,9 +246,10 @@ class _Wave(Widget):
 def test_widget_lays_out_controls_picture_and_timing_and_redraws_on_every_control():
     wave = _Wave()
     assert wave.redraws == 1 and wave.live.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-    first_row, second_row, image, status = wave.widget.children
+    first_row, second_row, image, description, status = wave.widget.children
     assert first_row.children == (wave.controls["frequency"], wave.readout)
     assert second_row.children == (wave.controls["phase"],) and image is wave.live.image
+    assert description is wave.live.description
     assert "ms" in status.value and wave.readout.value == "f = 2.0"
     before = wave.live.image.value
     wave.controls["frequency"].value = 3.0
@@ -272,12 +276,47 @@ def test_static_figure_is_the_default_state_whatever_the_controls_show_now():
         wave.static_figure(speed=1)
 
 
+def test_static_figure_carries_the_description_of_its_state_as_alt_text():
+    from IPython.core.formatters import DisplayFormatter
+
+    wave = _Wave()
+    wave.controls["frequency"].value = 6.0
+    fig = wave.static_figure(phase=True)
+    alt = wave.describe(frequency=2.0, phase=True)
+    assert fig.alt == alt and "2 cycles" in alt
+    # what a notebook stores: IPython merges the metadata with the PNG that _repr_png_ makes, unchanged
+    data, metadata = DisplayFormatter().format(fig)
+    assert metadata == {"image/png": {"alt": alt}} and data["image/png"] == fig._repr_png_()
+    assert DisplayFormatter().format(PNGFigure(figsize=(1, 1)))[1] == {}       # no alt, no metadata
+
+
+def test_after_each_move_the_live_region_says_the_new_state():
+    wave = _Wave()
+    region = wave.live.description
+    assert wave.live.last_description == wave.describe(frequency=2.0, phase=False)
+    for name, value in (("frequency", 3.5), ("phase", True)):
+        wave.controls[name].value = value
+        expected = wave.describe(**wave.values())
+        assert wave.live.last_description == expected and "3.5 cycles" in expected
+        assert region.value == f'<div role="status" aria-live="polite" aria-atomic="true">{expected}</div>'
+    with wave.held():
+        wave.controls["frequency"].value = 5.0
+        wave.controls["phase"].value = False
+    assert wave.live.last_description == wave.describe(frequency=5.0, phase=False)
+
+
 def test_widget_errors():
     class Bare(Widget):
         pass
 
+    class Mute(Widget):
+        def figure(self, a):
+            return PNGFigure(figsize=(1, 1))
+
     with pytest.raises(NotImplementedError, match="Bare must implement figure"):
         Bare({"a": widgets.IntSlider()})
+    with pytest.raises(NotImplementedError, match=r"Mute must implement describe\(\*\*values\)"):
+        Mute({"a": widgets.IntSlider()})
 
     with pytest.raises(ValueError, match=r"rows name controls that do not exist: \['speed'\]"):
         Bare({"frequency": widgets.FloatSlider(value=1.0)}, rows=[["frequency", "speed"]])

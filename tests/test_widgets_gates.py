@@ -21,7 +21,7 @@ from PIL import Image  # noqa: E402
 from seqlab.data import Vocab  # noqa: E402
 from seqlab.models.charlm import CharLM, CharLMConfig  # noqa: E402
 from seqlab.widgets import GateExplorer, GatePlot, GateRecord, Widget, draw_gates, gate_record  # noqa: E402
-from seqlab.widgets.gates import LEGEND, QUANTITIES, shown_units, step_table, text_tape  # noqa: E402
+from seqlab.widgets.gates import LEGEND, QUANTITIES, describe_gates, shown_units, step_table, text_tape  # noqa: E402
 
 TEXT = "In 2010, she moved to Paris.\nFive years later"
 VOCAB = Vocab.chars("".join(chr(c) for c in range(32, 127)) + "\n")
@@ -381,3 +381,33 @@ def test_the_picture_fits_beside_the_numbers_on_a_slide(records, name, height):
     plot.update(plot.record.gates[0], (0, 12), 0)
     width, tall = Image.open(io.BytesIO(plot.png())).size
     assert (width, tall) == (672, height)
+
+
+# -- describe: the picture in words (alt text, screen readers) -------------------------------------------
+
+def test_description_names_the_gate_its_range_and_where_a_unit_saturates():
+    text = "ab cd e"
+    f = np.full((len(text), 4), 0.5, dtype=np.float32)
+    f[:, 1] = [0.99 if ch != " " else 0.01 for ch in text]            # unit 1 shuts at spaces, open elsewhere
+    values = {name: np.zeros((len(text), 4), dtype=np.float32) for name in "igoch"} | {"f": f}
+    record = GateRecord(tuple(text), "lstm", "LSTM", values)
+    described = describe_gates(record, "f", (0, 4), 2, mark=1)
+    assert described.startswith("Heatmaps of LSTM layer 0, the 7 characters of the text across and units 0–3 down: "
+                                "f_t (forget gate), c_t (cell state), h_t; the column of step t = 2 (reading '␣') "
+                                "and unit 1's row outlined.")
+    assert f"f_t runs from 0.01 to 0.99, mean {f.mean():.2f}; 25% of its cells are below 0.05 or above 0.95." in described
+    assert ("Unit 1: f_t = 0.01 at this step, below 0.05 at 2 of 7 steps (reading '␣' ×2) and above 0.95 at 5 "
+            "of 7 steps (reading 'a' ×1, 'b' ×1, 'c' ×1).") in described
+    unmarked = describe_gates(record, "f", (2, 4), 2, mark=1)
+    assert "Unit 1" not in unmarked and "no cell is below 0.05 or above 0.95" in unmarked
+
+
+def test_explorer_static_figure_and_live_region_describe_the_view(models):
+    explorer = GateExplorer(models, VOCAB, TEXT, units=(0, 9), watch=3, step=4)
+    record = explorer.record("LSTM")
+    static = explorer.static_figure(gate="i")
+    assert static.alt == describe_gates(record, "i", (0, 10), 4, 3) and "i_t (input gate)" in static.alt
+    explorer.step.value = 7
+    explorer.model.value = "RNN"                                   # a gate without saturation: the range only
+    assert explorer.live.last_description == explorer.describe(**explorer.values())
+    assert "a_t (pre-activation), h_t" in explorer.live.last_description and "step t = 7" in explorer.live.last_description

@@ -55,3 +55,15 @@ def test_held_changes_several_controls_with_one_redraw_and_render_replaces_draw(
     assert calls == [(1, 2), (5, 6)] and live.redraws == 2
     with pytest.raises(ValueError, match="exactly one of draw"):
         LiveFigure(None, {"a": widgets.IntSlider()})
+
+
+def test_a_describe_function_fills_a_polite_live_region_at_every_redraw():
+    slider = widgets.FloatSlider(value=1.0, min=0.0, max=3.0)
+    live = LiveFigure(_draw_line, {"slope": slider}, describe=lambda slope: f"A line rising to {slope:.1f} <at> x = 1.")
+    assert live.description in live.widget.children
+    slider.value = 2.5
+    assert live.last_description == "A line rising to 2.5 <at> x = 1."
+    assert live.description.value == ('<div role="status" aria-live="polite" aria-atomic="true">'
+                                      "A line rising to 2.5 &lt;at&gt; x = 1.</div>")
+    plain = LiveFigure(_draw_line, {"slope": widgets.FloatSlider(value=1.0)})
+    assert plain.description is None and len(plain.widget.children) == 3       # controls, picture, status

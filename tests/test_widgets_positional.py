@@ -18,6 +18,7 @@ from seqlab.nn.positional import frequencies, sinusoidal_rotation, sinusoidal_ta
 from seqlab.widgets.positional import (  # noqa: E402
     PositionalExplorer,
     PositionalPlot,
+    describe_positional,
     dimension_wave,
     random_learned_table,
     rope_similarity,
@@ -162,3 +163,26 @@ def test_redraws_do_not_leak_figures(explorer):
     explorer.d_model.value = 16
     explorer.static_figure()
     assert plt.get_fignums() == []
+
+
+def test_description_says_the_wave_the_similarities_and_the_rotation_check():
+    text = describe_positional(64, 64, 8, 10, 5)
+    *_, wavelength = dimension_wave(64, 8, 64)
+    sim = sinusoidal_similarity(64, 64)
+    assert text.startswith("Sinusoidal position table (64 positions by d_model = 64) as a heatmap, dimension 8 a sin wave")
+    assert f"wavelength {float(f'{wavelength:.3g}'):,g} positions" in text and "R_5's 2×2 block" in text
+    assert f"Similarity of position 10 to 11 and 15: sinusoidal {sim[10, 11]:.2f} and {sim[10, 15]:.2f};" in text
+    assert f"RoPE {rope_similarity(64, 64)[10, 11]:.2f}" in text
+    assert text.endswith("R_5 PE(10) equals PE(15) to within 1e-12 in all 64 dimensions.")
+    assert describe_positional(64, 64, 9, 10, 5) != text and "a cos wave" in describe_positional(64, 64, 9, 10, 5)
+    # a trained table with fewer rows than positions: its panel has no row for them
+    short = describe_positional(64, 64, 8, 20, 5, learned=np.ones((16, 64)), learned_label="trained")
+    assert "learned, trained, (no row) and (no row)" in short
+
+
+def test_explorer_static_figure_and_live_region_describe_the_state(explorer):
+    assert explorer.static_figure().alt == describe_positional(64, 64, 8, 10, 5)
+    explorer.pos.value = 40
+    explorer.length.value = 24                                   # pulls pos and k in
+    assert explorer.live.last_description == explorer.describe(**explorer.values())
+    assert f"row {explorer.pos.value} marked" in explorer.live.last_description

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqlab.nn.self_attention import SelfAttention
-from seqlab.widgets import AttentionStepper, attention_steps, draw_attention_stage
+from seqlab.widgets import AttentionStepper, attention_steps, describe_stage, draw_attention_stage
 from seqlab.widgets.stepper import STAGES
 
 X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
@@ -117,3 +117,30 @@ def test_static_figure_is_the_stage_and_mask_the_stepper_was_made_with():
     static = stepper.static_figure()
     masked = static.axes[0]                          # stage 4: masked | softmax, causal: -inf above the diagonal
     assert "−∞" in [t.get_text() for t in masked.texts] and masked.get_title() == "masked (causal)"
+
+
+def test_each_stage_is_described_from_its_own_numbers():
+    tokens = ["I", "like", "pizza"]
+    steps = attention_steps(X, np.eye(2), np.eye(2), W_V, tokens=tokens)
+    texts = [describe_stage(steps, stage) for stage in range(len(STAGES))]
+    assert len(set(texts)) == len(STAGES)
+    assert all(text.startswith(f"Annotated matrices of self-attention, stage {s + 1} of 6") for s, text in enumerate(texts))
+    # the softmax: each query's most-read key is the argmax of its row of A
+    for i, j in enumerate(steps.weights.argmax(axis=1)):
+        assert f"{tokens[i]!r} to {tokens[j]!r} {steps.weights[i, j]:.2f}" in texts[4]
+    i, j = np.unravel_index(steps.scores.argmax(), steps.scores.shape)
+    assert f"the largest, {steps.scores[i, j]:.3g}, is query {tokens[i]!r} against key {tokens[j]!r}" in texts[1]
+    assert "no mask" in texts[3]
+    causal = attention_steps(X, np.eye(2), np.eye(2), W_V, tokens=tokens, causal=True)
+    assert "sets the 3 cells above the diagonal to −∞" in describe_stage(causal, 3)
+    assert "'I' to 'I' 1.00" in describe_stage(causal, 4)
+    with pytest.raises(ValueError, match=r"stage must be in 0..5"):
+        describe_stage(steps, 6)
+
+
+def test_stepper_static_figure_and_live_region_describe_the_stage():
+    stepper = AttentionStepper(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"], stage=4, causal=True)
+    assert stepper.static_figure().alt == describe_stage(stepper.steps(True), 4)
+    stepper.stage.value = 5
+    stepper.causal.value = False
+    assert stepper.live.last_description == describe_stage(stepper.steps(False), 5)

@@ -6,12 +6,15 @@ r"""What every course widget shares: an annotated heatmap and a widget class.
   attention explorer and the positional-encoding explorer all draw their matrices with it.
 - :class:`Widget` -- a widget is a compute function, a draw function and its controls. A subclass
   declares its controls (``ipywidgets`` value widgets, by name) and implements
-  :meth:`Widget.figure` (values -> a new Figure); it may override :meth:`Widget.render` (values
-  -> PNG bytes, through a :class:`~seqlab.widgets.layered.LayeredFigure`) where a new figure per
-  move would be too slow. The base class lays out the controls row(s), the picture and the "redrawn in N ms" line
+  :meth:`Widget.figure` (values -> a new Figure) and :meth:`Widget.describe` (values -> what the
+  picture shows and what to see in it, in words, from the compute part's numbers); it may override
+  :meth:`Widget.render` (values -> PNG bytes, through a :class:`~seqlab.widgets.layered.LayeredFigure`)
+  where a new figure per move would be too slow. The base class lays out the controls row(s), the
+  picture, its description for screen readers (a polite live region, rewritten at every move) and the
+  "redrawn in N ms" line
   (a :class:`~seqlab.widgets.live.LiveFigure` inside), gives :meth:`Widget.static_figure` (the
-  default state as a :class:`~seqlab.widgets.live.PNGFigure`, for readers without a kernel) and
-  shows itself as a notebook cell's value.
+  default state as a :class:`~seqlab.widgets.live.PNGFigure` with the description as its alt text,
+  for readers without a kernel) and shows itself as a notebook cell's value.
 """
 
 from __future__ import annotations
@@ -177,7 +180,7 @@ class Widget:
     """Base class of the course widgets: controls -> a picture, redrawn at every change.
 
     A subclass creates its controls, then calls ``super().__init__(controls)`` and implements
-    :meth:`figure`::
+    :meth:`figure` and :meth:`describe`::
 
         class WaveExplorer(Widget):
             def __init__(self):
@@ -185,6 +188,9 @@ class Widget:
 
             def figure(self, frequency: float) -> Figure:
                 return draw_wave(compute_wave(frequency))
+
+            def describe(self, frequency: float) -> str:
+                return describe_wave(compute_wave(frequency))
 
     ``rows`` lays the controls out, top to bottom: each row a control's name, another widget
     (a legend, a readout), or a list of them side by side; by default one row with every control.
@@ -206,7 +212,8 @@ class Widget:
         if unknown:
             raise ValueError(f"rows name controls that do not exist: {unknown}; controls: {list(controls)}")
         self.dpi = dpi
-        self.live = LiveFigure(None, controls, render=self._redraw, dpi=dpi, show_timing=show_timing)
+        self.live = LiveFigure(None, controls, render=self._redraw, describe=self.describe, dpi=dpi,
+                               show_timing=show_timing)
         self.controls = self.live.controls
         self.defaults = self.live.last_values          # the values of the first picture
         boxes = []
@@ -220,13 +227,19 @@ class Widget:
         if beside:
             picture = widgets.HBox([picture, *beside], layout=widgets.Layout(align_items="flex-start"))
         # flex-start: the picture keeps its own pixel size instead of being stretched (and blurred)
-        self.widget = widgets.VBox([*boxes, picture, *below, self.live.status],
+        self.widget = widgets.VBox([*boxes, picture, self.live.description, *below, self.live.status],
                                    layout=widgets.Layout(align_items="flex-start"))
 
     # to implement ----------------------------------------------------------------------------------
     def figure(self, **values) -> Figure:
         """A new Figure of the state ``values`` (control name -> value)."""
         raise NotImplementedError(f"{type(self).__name__} must implement figure(**values)")
+
+    def describe(self, **values) -> str:
+        """What the picture of the state ``values`` shows and what to see in it: one to three sentences
+        from the compute part's numbers, rounded so that they read the same on every machine. The
+        static picture's alt text and the live view's screen-reader text after each move."""
+        raise NotImplementedError(f"{type(self).__name__} must implement describe(**values)")
 
     def render(self, **values) -> bytes:
         """PNG bytes of the state ``values``; by default a new :meth:`figure`, encoded."""
@@ -247,14 +260,17 @@ class Widget:
 
     def static_figure(self, **changes) -> PNGFigure:
         """A new figure of the default state (the controls' values when the widget was made), with
-        ``changes`` applied: the picture a notebook keeps for readers without a kernel."""
+        ``changes`` applied: the picture a notebook keeps for readers without a kernel, with
+        :meth:`describe` of that state as its alt text."""
         unknown = set(changes) - set(self.controls)
         if unknown:
             raise ValueError(f"unknown controls {sorted(unknown)}; controls: {list(self.controls)}")
-        fig = self.figure(**{**self.defaults, **changes})
+        values = {**self.defaults, **changes}
+        fig = self.figure(**values)
         if not isinstance(fig, PNGFigure):
             raise TypeError(f"{type(self).__name__}.figure must return a PNGFigure (not registered with pyplot, "
                             f"shown as a picture), got {type(fig).__name__}")
+        fig.alt = self.describe(**values)
         return fig
 
     @contextmanager

@@ -12,6 +12,7 @@ behaves the same under nbval, nbclient and a browser.
 
 from __future__ import annotations
 
+import html
 import io
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -34,18 +35,35 @@ def figure_to_png(fig: matplotlib.figure.Figure, dpi: int = FIGURE_DPI) -> bytes
     return buffer.getvalue()
 
 
+def live_region(text: str) -> str:
+    """HTML: ``text`` in a polite live region (``role="status"``), which screen readers read out when
+    it changes without moving the focus away from the control being moved."""
+    return f'<div role="status" aria-live="polite" aria-atomic="true">{html.escape(text, quote=False)}</div>'
+
+
 class PNGFigure(Figure):
     """A matplotlib Figure that shows itself as a PNG when it is a notebook cell's value.
 
     It is not registered with pyplot (no duplicate picture at the end of the cell, no leak in
     ``plt.get_fignums()``), so it brings its own ``_repr_png_``: IPython shows a plain Figure as
     a picture only when pyplot's inline backend made it.
+
+    ``alt`` (set by :meth:`seqlab.widgets.base.Widget.static_figure`) is the picture's alternative
+    text: what it shows and what to see in it. It lands in the notebook output's metadata as
+    ``{"image/png": {"alt": alt}}``, where JupyterLab, nbconvert and the HTML edition read it.
     """
+
+    alt: str | None = None
 
     def _repr_png_(self) -> bytes:
         buffer = io.BytesIO()
         self.savefig(buffer, format="png", dpi=self.dpi)
         return buffer.getvalue()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        # metadata only: IPython merges it with the PNG that _repr_png_ (or, in a kernel, matplotlib's
+        # inline formatter) makes, so the pixels are those of a figure without alt text, drawn once
+        return {}, ({"image/png": {"alt": self.alt}} if self.alt else {})
 
 
 class LiveFigure:
@@ -58,13 +76,19 @@ class LiveFigure:
     ``redraws`` counts the redraws, ``last_values`` holds the values of the latest one, and
     ``last_redraw_ms`` its time in the kernel (draw + PNG encoding), which the status line shows.
 
+    ``describe`` (optional, a function of the same values returning one to three sentences: what the
+    picture shows and what to see in it) is written after every redraw into ``description``, a
+    visually hidden polite live region under the picture, so a screen reader reads the new state
+    after each move (ipywidgets 8's Image has no alt attribute); ``last_description`` holds the text.
+
     A widget that keeps its figure alive between redraws (faster than building a new one) passes
     ``render=`` instead of ``draw``: a function of the same values that returns PNG bytes itself.
     ``with live.held(): ...`` changes several controls and redraws once, at the end.
     """
 
     def __init__(self, draw: Callable[..., matplotlib.figure.Figure] | None, controls: Mapping[str, widgets.ValueWidget],
-                 *, render: Callable[..., bytes] | None = None, dpi: int = FIGURE_DPI, show_timing: bool = True):
+                 *, render: Callable[..., bytes] | None = None, describe: Callable[..., str] | None = None,
+                 dpi: int = FIGURE_DPI, show_timing: bool = True):
         if (draw is None) == (render is None):
             raise ValueError("give exactly one of draw (returns a Figure) and render (returns PNG bytes)")
         self.draw = draw
@@ -72,7 +96,13 @@ class LiveFigure:
         self._holding = False
         self.controls = dict(controls)
         self.dpi = dpi
+        self.describe = describe
         self.image = widgets.Image(format="png")
+        # 1 px, clipped: read by screen readers, invisible on screen (the picture says it to the eye), and
+        # the widget keeps the height it was laid out with for a 1280 x 720 slide
+        self.description = None if describe is None else widgets.HTML(
+            layout=widgets.Layout(width="1px", height="1px", overflow="hidden", margin="0"))
+        self.last_description = ""
         self.status = widgets.HTML()
         self.show_timing = show_timing
         self.redraws = 0
@@ -82,7 +112,8 @@ class LiveFigure:
             control.observe(self._on_change, names="value")
         # flex-start: the picture keeps its own pixel size instead of being stretched (and blurred)
         # to the width of the output area
-        self.widget = widgets.VBox([widgets.HBox(list(self.controls.values())), self.image, self.status],
+        described = [self.description] if self.description is not None else []
+        self.widget = widgets.VBox([widgets.HBox(list(self.controls.values())), self.image, *described, self.status],
                                    layout=widgets.Layout(align_items="flex-start"))
         self.redraw()
 
@@ -99,6 +130,9 @@ class LiveFigure:
         self.last_redraw_ms = (time.perf_counter() - started) * 1000
         self.last_values = values
         self.redraws += 1
+        if self.describe is not None:          # before the status line: its counter is what a redraw sends last
+            self.last_description = self.describe(**values)
+            self.description.value = live_region(self.last_description)
         # data-redraws changes at every redraw, even one that gives the same picture (a control without
         # a visible effect in this state): how a browser, or tests/browser, knows the kernel has answered
         timing = f"redrawn in {self.last_redraw_ms:.0f} ms" if self.show_timing else ""

@@ -5,7 +5,8 @@ r"""Positional-encoding explorer: the sinusoidal table, one dimension's wave, si
   one), :func:`rope_similarity` (:math:`(R_m u)\cdot(R_n u)/|u|^2` for a fixed vector ``u``),
   :func:`dimension_wave` (one column of the table as a wave) and :func:`shift_rotation` (the 2x2
   block of :math:`R_k` for one frequency, and the largest error of :math:`R_k PE_{pos}` against
-  :math:`PE_{pos+k}` over all dimensions).
+  :math:`PE_{pos+k}` over all dimensions); :func:`describe_positional` says it in words (the
+  picture's alt text).
 - **draw** -- :class:`PositionalPlot`: one figure kept alive, updated in place; the heatmaps and
   frames are redrawn only when ``d_model`` or ``length`` change, and a move of the dimension,
   position or shift redraws a few lines, texts and the 2x2 block (:class:`~seqlab.widgets.layered.LayeredFigure`).
@@ -35,7 +36,8 @@ from seqlab.widgets.base import Widget, draw_matrix, text_colour
 from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
-__all__ = ["PositionalExplorer", "PositionalPlot", "ShiftRotation", "dimension_wave", "random_learned_table",
+__all__ = ["PositionalExplorer", "PositionalPlot", "ShiftRotation", "describe_positional", "dimension_wave",
+           "random_learned_table",
            "rope_similarity", "shift_rotation", "sinusoidal_similarity", "table_similarity"]
 
 SIMILARITY_CMAP = "RdBu_r"
@@ -148,6 +150,29 @@ def shift_rotation(d_model: int, pos: int, k: int, pair: int, *, base: float = 1
     s = slice(2 * pair, 2 * pair + 2)
     return ShiftRotation(pair, float(frequencies(d_model, base)[pair]), R[s, s].copy(), pe_pos[s].copy(),
                          pe_shifted[s].copy(), rotated_all[s].copy(), float(np.abs(rotated_all - pe_shifted).max()))
+
+
+def describe_positional(d_model: int, length: int, dimension: int, pos: int, k: int, *, learned=None,
+                        learned_label: str = "untrained (random init)", base: float = 10000.0) -> str:
+    """The explorer's picture of a state in words (its alt text): the panels, the chosen dimension's
+    wave, how similar position ``pos`` is to ``pos + 1`` and ``pos + k`` under each encoding, and the
+    check of :math:`PE_{pos+k} = R_k PE_{pos}`. ``learned``: the table shown, or None for a random one."""
+    _, _, _, wavelength = dimension_wave(d_model, dimension, length, base=base)
+    table = random_learned_table(length, d_model) if learned is None else _as_table(learned)[:length]
+    similarities = {"sinusoidal": sinusoidal_similarity(length, d_model, base), f"learned, {learned_label},":
+                    table_similarity(table), "RoPE": rope_similarity(length, d_model, base)}
+    near = sorted({p for p in (pos + 1, pos + k) if p < length})
+    falls = "; ".join(f"{name} " + " and ".join(f"{sim[pos, p]:.2f}" if p < len(sim) else "(no row)" for p in near)
+                      for name, sim in similarities.items())
+    rot = shift_rotation(d_model, pos, k, dimension // 2, base=base)
+    error = "1e-12" if rot.max_error < 1e-12 else f"{rot.max_error:.1e}"
+    wavelength = float(f"{wavelength:.3g}")                       # 3 significant digits, no exponent
+    return (f"Sinusoidal position table ({length} positions by d_model = {d_model}) as a heatmap, dimension "
+            f"{dimension} a {'sin' if dimension % 2 == 0 else 'cos'} wave of wavelength {wavelength:,g} positions; "
+            f"cosine similarity between positions for sinusoidal, learned and RoPE encodings, row {pos} marked; and "
+            f"R_{k}'s 2×2 block. " + (f"Similarity of position {pos} to {' and '.join(map(str, near))}: {falls}. "
+                                    if near else "")
+            + f"R_{k} PE({pos}) equals PE({pos + k}) to within {error} in all {d_model} dimensions.")
 
 
 # -- draw --------------------------------------------------------------------------------------------
@@ -363,6 +388,10 @@ class PositionalExplorer(Widget):
     def render(self, d_model: int, length: int, dimension: int, pos: int, k: int) -> bytes:
         self.plot.update(d_model, length, dimension, pos, k)
         return self.plot.png()
+
+    def describe(self, d_model: int, length: int, dimension: int, pos: int, k: int) -> str:
+        return describe_positional(d_model, length, dimension, pos, k, learned=self.plot.learned,
+                                   learned_label=self.plot.learned_label, base=self.plot.base)
 
     def figure(self, d_model: int, length: int, dimension: int, pos: int, k: int) -> Figure:
         plot = PositionalPlot(**self._plot_args)

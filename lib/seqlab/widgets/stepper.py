@@ -3,7 +3,8 @@ r"""Worked-example stepper: self-attention one stage at a time, every number on 
     Q, K, V  ->  scores Q K^T  ->  scaled by 1/sqrt(d_k)  ->  mask (causal or none)  ->  softmax A  ->  output A V
 
 - **compute** -- :func:`attention_steps` runs the stages for a small example (numpy in, numpy
-  out) and returns an :class:`AttentionSteps` holding every intermediate matrix.
+  out) and returns an :class:`AttentionSteps` holding every intermediate matrix;
+  :func:`describe_stage` says what a stage's picture shows, in words (its alt text).
 - **draw** -- :func:`draw_attention_stage` draws one stage as annotated matrices, the inputs of
   the stage on the left and its result on the right.
 - **controls** -- :class:`AttentionStepper`: a slider over the stages and a causal-mask
@@ -67,6 +68,41 @@ def attention_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nda
     shifted = np.exp(masked - masked.max(axis=1, keepdims=True))
     weights = shifted / shifted.sum(axis=1, keepdims=True)
     return AttentionSteps(tokens, X, Q, K, V, scores, scaled, masked, weights, weights @ V, causal)
+
+
+def describe_stage(steps: AttentionSteps, stage: int) -> str:
+    """Stage ``stage``'s picture (:func:`draw_attention_stage`) in words, its alt text: the matrices
+    shown and what to see in them, numbers to 2-3 significant digits."""
+    if not 0 <= stage < len(STAGES):
+        raise ValueError(f"stage must be in 0..{len(STAGES) - 1} ({', '.join(STAGES)}), got {stage}")
+    t, n = steps.tokens, len(steps.tokens)
+    d_k, d_v = steps.Q.shape[1], steps.V.shape[1]
+    tokens = ", ".join(repr(token) for token in t)
+
+    def best(matrix: np.ndarray) -> str:
+        """Each query row's largest entry: "'I' to 'pizza' 0.51; ..."."""
+        return "; ".join(f"{t[i]!r} to {t[j]!r} {matrix[i, j]:.2f}" for i, j in enumerate(matrix.argmax(axis=1)))
+
+    i, j = np.unravel_index(np.argmax(steps.scores), steps.scores.shape)
+    masked = int(np.isneginf(steps.masked).sum())
+    described = [                                   # one per stage: the matrices drawn, then what to see
+        f"X ({n} by {steps.X.shape[1]}, one row per token: {tokens}) and its projections Q, K ({n} by {d_k}) and "
+        f"V ({n} by {d_v})",
+        f"Q, K transposed and the {n} by {n} scores Q Kᵀ (row i, column j is q_i · k_j) from "
+        f"{steps.scores.min():.3g} to {steps.scores.max():.3g}; the largest, {steps.scores[i, j]:.3g}, is query "
+        f"{t[i]!r} against key {t[j]!r}",
+        f"the scores and the scores divided by √{d_k} = {math.sqrt(d_k):.3g}, which run from "
+        f"{steps.scaled.min():.3g} to {steps.scaled.max():.3g}",
+        "the scaled scores and the masked ones: " + (f"the causal mask sets the {masked} cells above the "
+                                                     "diagonal to −∞" if steps.causal else "no mask, every query "
+                                                     "reads every key"),
+        f"the {'masked (causal)' if steps.causal else 'unmasked'} scores and their softmax A, row by row; no weight "
+        f"is negative, each row sums to 1, and each query reads most: {best(steps.weights)}",
+        f"A, V and the output Z = A V ({n} by {d_v}), from {steps.Z.min():.3g} to {steps.Z.max():.3g}: each output "
+        "row is the weighted average of the value rows",
+    ]
+    return (f"Annotated matrices of self-attention, stage {stage + 1} of {len(STAGES)} ({STAGES[stage]}): "
+            f"{described[stage]}.")
 
 
 # sizes in points at FIGURE_DPI = 80: 14 pt is 15.6 px, capitals 11 px high -- legible on a
@@ -180,6 +216,9 @@ class AttentionStepper(Widget):
     def update_text(self, stage: int, causal: bool) -> None:
         name = f"mask ({'causal' if causal else 'none'})" if STAGES[stage] == "mask" else STAGES[stage]
         self.stage_name.value = f"{stage + 1}/{len(STAGES)}: {name}"
+
+    def describe(self, stage: int, causal: bool) -> str:
+        return describe_stage(self.steps(causal), stage)
 
     def figure(self, stage: int, causal: bool) -> Figure:
         return draw_attention_stage(self.steps(causal), stage)

@@ -6,7 +6,8 @@ Three parts, as for every course widget, one module each:
   attention for one example (an :class:`AttentionMap`: weights ``(layers, heads, n_queries,
   n_keys)``, query and key tokens); :func:`attention_from_model` builds them from what seqlab's
   modules return for a batch; :func:`top_attended` lists what one query reads most;
-  :func:`summarize_head` gives the numbers that help name what a head does and a guess at the name.
+  :func:`summarize_head` gives the numbers that help name what a head does and a guess at the name;
+  :func:`describe_view` says what a view's picture shows, in words (alt text, screen readers).
 - :mod:`~seqlab.widgets.attention.draw` -- :func:`draw_attention`: one head's matrix with the
   chosen query's row and what it attends to most, or all heads of a layer as a grid;
   :class:`AttentionPlot` is the same figure kept alive and redrawn in layers.
@@ -20,9 +21,9 @@ Three parts, as for every course widget, one module each:
 """
 
 from seqlab.widgets.attention.compute import (KINDS, AttentionMap, HeadSummary, attention_from_model, attention_map,
-                                              summarize_head, top_attended)
+                                              describe_view, summarize_head, top_attended)
 from seqlab.widgets.attention.controls import AttentionExplorer
 from seqlab.widgets.attention.draw import AttentionPlot, draw_attention
 
 __all__ = ["KINDS", "AttentionExplorer", "AttentionMap", "AttentionPlot", "HeadSummary", "attention_from_model",
-           "attention_map", "draw_attention", "summarize_head", "top_attended"]
+           "attention_map", "describe_view", "draw_attention", "summarize_head", "top_attended"]

@@ -17,7 +17,8 @@ weights can feed it.
 :func:`attention_from_model` builds them from what seqlab's modules return for a batch;
 :func:`top_attended` lists what one query reads most; :func:`summarize_head` gives the numbers
 that help name what a head does (entropy, mean distance, share on the previous token, on itself,
-on the first token) and a guess at the name. Arrays in, arrays out: tested without a display.
+on the first token) and a guess at the name; :func:`describe_view` says in words what the
+explorer's picture of a view shows (its alt text). Arrays in, arrays out: tested without a display.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["KINDS", "ROW_SUM_ATOL", "AttentionMap", "HeadSummary", "attention_from_model", "attention_map",
-           "check_view", "summarize_head", "top_attended"]
+           "check_view", "clip_token", "describe_view", "summarize_head", "top_attended"]
 
 KINDS = {"encoder": "encoder self-attention", "decoder_self": "decoder masked self-attention",
          "self": "decoder masked self-attention", "cross": "cross-attention"}
@@ -302,3 +303,46 @@ def check_view(amap: AttentionMap, layer: int, head: int, token: int) -> None:
         if not 0 <= value < size:
             raise ValueError(f"{name} must be in 0..{size - 1} for {amap.kind!r}, got {value}")
 
+
+
+def clip_token(token: str, width: int = 12) -> str:
+    """``token`` cut to ``width`` characters (the last one "…"), so that long tokens keep labels apart."""
+    return token if len(token) <= width else token[: width - 1] + "…"
+
+
+def _head_words(summary: HeadSummary) -> str:
+    """What the guessed name rests on, e.g. "'previous token': 0.87 of a query's weight on it on average"."""
+    shares = {"previous token": summary.previous, "next token": summary.next, "itself": summary.itself,
+              "first token": summary.first}
+    if summary.name in shares:
+        return f"{summary.name!r}: on average {shares[summary.name]:.2f} of a query's weight on it"
+    if summary.name == "sharp":
+        return f"'sharp': on average {summary.peak:.2f} of a query's weight on one key"
+    return (f"{summary.name!r}: mean entropy {summary.entropy:.2f} of at most {summary.max_entropy:.2f} nats"
+            if summary.name != "reads nothing" else "'reads nothing': every row is masked")
+
+
+def describe_view(amap: AttentionMap, layer: int, head: int, token: int, *, all_heads: bool = False, top: int = 3,
+                  summaries: Sequence[HeadSummary] | None = None) -> str:
+    """The explorer's picture of a view in words (its alt text): the kind of plot, what query ``token``
+    attends to most (the ``top`` largest weights of its row, two decimals) and what the head looks like.
+    ``summaries``: the layer's :class:`HeadSummary` per head, if already computed."""
+    check_view(amap, layer, head, token)
+    if summaries is None:
+        summaries = [summarize_head(w, self_attention=amap.self_attention) for w in amap.weights[layer]]
+    query = f"query {token} {clip_token(amap.query_tokens[token], 20)!r} (the outlined row)"
+    size = f"{amap.n_queries} query tokens (rows) by {amap.n_keys} key tokens (columns), weights from 0 to 1"
+
+    def reads(h: int, k: int) -> list[str]:
+        return [f"{clip_token(t, 20)!r} ({w:.2f})" for _, t, w in top_attended(amap.weights[layer, h, token],
+                                                                               amap.key_tokens, k)]
+    if all_heads:
+        heads = "; ".join(f"head {h} ({summaries[h].name}) {(reads(h, 1) or ['nothing'])[0]}"
+                          for h in range(amap.heads))
+        return (f"Grid of heatmaps of the {amap.heads} heads of {amap.kind}, layer {layer}, head {head} framed: "
+                f"{size}. The {query} attends most, by head, to: {heads}.")
+    listed = reads(head, top)
+    most = (f"attends most to {listed[0]}" + (f", then {' and '.join(listed[1:])}" if len(listed) > 1 else "")
+            if listed else "attends to nothing (its row is all masked)")
+    return (f"Heatmap of {amap.kind}, layer {layer}, head {head}: {size}. The {query} {most}. "
+            f"Head {head} looks like {_head_words(summaries[head])}.")

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import ipywidgets as widgets
 
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.attention.compute import AttentionMap, HeadSummary, attention_map, check_view
+from seqlab.widgets.attention.compute import AttentionMap, HeadSummary, attention_map, check_view, describe_view
 from seqlab.widgets.attention.draw import AttentionPlot, clip_token, draw_attention
 from seqlab.widgets.base import Widget
 from seqlab.widgets.live import PNGFigure
@@ -133,6 +133,11 @@ class AttentionExplorer(Widget):
     def figure(self, layer: int, head: int, all_heads: bool, token: int, kind: str | None = None) -> PNGFigure:
         amap = self.maps[kind if kind is not None else self.kind.value]
         return draw_attention(amap, layer, head, token, all_heads=all_heads, top=self.top, dpi=self.dpi)
+
+    def describe(self, layer: int, head: int, all_heads: bool, token: int, kind: str | None = None) -> str:
+        kind = kind if kind is not None else self.kind.value
+        return describe_view(self.maps[kind], layer, head, token, all_heads=all_heads,
+                             summaries=self.summaries(layer, kind))
 
     def render(self, layer: int, head: int, all_heads: bool, token: int, kind: str | None = None) -> bytes:
         plot = self.plot(kind if kind is not None else self.kind.value, all_heads)

@@ -19,7 +19,8 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 from seqlab.notebook import FIGURE_DPI
-from seqlab.widgets.attention.compute import AttentionMap, HeadSummary, check_view, summarize_head, top_attended
+from seqlab.widgets.attention.compute import (AttentionMap, HeadSummary, check_view, clip_token, summarize_head,
+                                              top_attended)
 from seqlab.widgets.base import HIGHLIGHT_COLOUR, draw_matrix, text_colour
 from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
@@ -36,11 +37,6 @@ def _short(weight: float) -> str:
     if weight < 0.005:
         return ""
     return "1" if weight >= 0.995 else f"{weight:.2f}".lstrip("0")
-
-
-def clip_token(token: str, width: int = 12) -> str:
-    """``token`` cut to ``width`` characters (the last one "…"), so that long tokens keep labels apart."""
-    return token if len(token) <= width else token[: width - 1] + "…"
 
 
 class AttentionPlot:

@@ -4,7 +4,8 @@ Three parts, as for every course widget, one module each:
 
 - :mod:`~seqlab.widgets.gates.compute` -- :func:`gate_record` runs a character model once over a
   text and returns a :class:`GateRecord`: the characters and, for every quantity the recurrent
-  layer traces, a ``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``).
+  layer traces, a ``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``);
+  :func:`describe_gates` says what a view's picture shows, in words (alt text, screen readers).
 - :mod:`~seqlab.widgets.gates.draw` -- :func:`draw_gates` turns a record into stacked heatmaps
   (time x units): the chosen gate, the cell state (LSTM only) and the hidden state, with the
   chosen step's column outlined in every panel. :class:`GatePlot` is the same figure kept alive
@@ -22,9 +23,9 @@ The GRU's ``z`` is torch's update gate: :math:`h_t = (1 - z_t) \odot n_t + z_t \
 ``seqlab.nn.gru``).
 """
 
-from seqlab.widgets.gates.compute import DEFAULT_GATE, GATES, QUANTITIES, GateRecord, gate_record
+from seqlab.widgets.gates.compute import DEFAULT_GATE, GATES, QUANTITIES, GateRecord, describe_gates, gate_record
 from seqlab.widgets.gates.controls import LEGEND, GateExplorer, gate_legend, shown_units, step_table, text_tape
 from seqlab.widgets.gates.draw import GateFigure, GatePlot, draw_gates
 
 __all__ = ["DEFAULT_GATE", "GATES", "LEGEND", "QUANTITIES", "GateExplorer", "GateFigure", "GatePlot", "GateRecord",
-           "draw_gates", "gate_legend", "gate_record", "shown_units", "step_table", "text_tape"]
+           "describe_gates", "draw_gates", "gate_legend", "gate_record", "shown_units", "step_table", "text_tape"]

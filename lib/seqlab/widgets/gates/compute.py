@@ -2,8 +2,9 @@ r"""The gate explorer's compute part: one pass of a character model over a text,
 
 :func:`gate_record` runs a :class:`~seqlab.models.charlm.CharLM` once and returns a
 :class:`GateRecord`: the characters and, for every quantity the recurrent layer traces, a
-``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``). Arrays in, arrays
-out: tested without a display.
+``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``). :func:`describe_gates`
+says in words what the explorer's picture of a view shows (its alt text). Arrays in, arrays out:
+tested without a display.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from seqlab.modes import evaluating
 if TYPE_CHECKING:
     from seqlab.data import Vocab
 
-__all__ = ["DEFAULT_GATE", "GATES", "QUANTITIES", "GateRecord", "gate_record", "visible_char"]
+__all__ = ["DEFAULT_GATE", "GATES", "QUANTITIES", "SATURATED", "GateRecord", "describe_gates", "gate_record",
+           "visible_char"]
 
 # cell type -> the gates a user can pick (in torch's weight order), and the default one
 GATES: dict[str, tuple[str, ...]] = {"lstm": ("i", "f", "g", "o"), "gru": ("r", "z", "n"), "rnn": ("a",)}
@@ -39,6 +41,7 @@ QUANTITIES: dict[str, tuple[str, str, str]] = {
     "a": ("a_t", "pre-activation", "signed"),
     "h": ("h_t", "hidden state", "tanh"),
 }
+SATURATED = 0.05   # a sigmoid gate below 0.05 or above 0.95 (a tanh beyond ±0.95) is saturated: shut or wide open
 VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}  # characters that would be blank as labels
 
 
@@ -131,3 +134,40 @@ def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int =
     cell = {"LSTM": "lstm", "GRU": "gru"}.get(trace.mode, "rnn")
     return GateRecord(tuple(text), cell, trace.mode, values, layer, direction, top_next)
 
+
+
+def describe_gates(record: GateRecord, gate: str, units: tuple[int, int], step: int, mark: int | None = None) -> str:
+    """The gate explorer's picture of a view in words (its alt text): the panels, the range and mean of
+    ``gate`` over units ``start <= u < stop``, how much of it is saturated, and for the marked unit
+    (if shown) its value at ``step`` and the characters at which it saturates. Two decimals."""
+    start, stop = units
+    symbol, description, kind = QUANTITIES[gate]
+    values = record[gate][:, start:stop]                                            # (T, units)
+    panels = [f"{symbol} ({description})"] + (["c_t (cell state)"] if record.cell == "lstm" else []) + ["h_t"]
+    shown = mark if mark is not None and start <= mark < stop else None
+    outlined = f" and unit {shown}'s row" if shown is not None else ""
+    text = (f"Heatmaps of {record.mode.replace('_', ' ')} layer {record.layer}, the {record.steps} characters of "
+            f"the text across and units {start}–{stop - 1} down: {', '.join(panels)}; the column of step t = {step} "
+            f"(reading {visible_char(record.chars[step])!r}){outlined} outlined. Over these units {symbol} runs from "
+            f"{values.min():.2f} to {values.max():.2f}, mean {values.mean():.2f}")
+    if kind == "signed":
+        text += "."
+    else:
+        low, high = (SATURATED, 1 - SATURATED) if kind == "sigmoid" else (-1 + SATURATED, 1 - SATURATED)
+        saturated = np.mean((values < low) | (values > high))
+        share = f"{saturated:.0%} of its cells are" if saturated else "no cell is"
+        text += f"; {share} below {low:g} or above {high:g}."
+    if shown is not None:
+        unit = record[gate][:, shown]
+        text += f" Unit {shown}: {symbol} = {unit[step]:.2f} at this step"
+        if kind != "signed":
+            parts = []
+            for word, bound, where in (("below", low, unit < low), ("above", high, unit > high)):
+                chars = [visible_char(record.chars[t]) for t in np.flatnonzero(where)]
+                common = sorted(set(chars), key=lambda ch: (-chars.count(ch), ch))[:3]
+                if chars:
+                    parts.append(f"{word} {bound:g} at {len(chars)} of {record.steps} steps (reading "
+                                 + ", ".join(f"{ch!r} ×{chars.count(ch)}" for ch in common) + ")")
+            text += ", " + (" and ".join(parts) if parts else f"never below {low:g} or above {high:g}")
+        text += "."
+    return text

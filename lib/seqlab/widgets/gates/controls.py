@@ -21,7 +21,8 @@ import torch
 
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.base import Widget
-from seqlab.widgets.gates.compute import DEFAULT_GATE, QUANTITIES, GateRecord, gate_record, visible_char
+from seqlab.widgets.gates.compute import (DEFAULT_GATE, QUANTITIES, GateRecord, describe_gates, gate_record,
+                                         visible_char)
 from seqlab.widgets.gates.draw import GateFigure, GatePlot, draw_gates
 
 if TYPE_CHECKING:
@@ -234,9 +235,13 @@ class GateExplorer(Widget):
         plot.update(gate, (units[0], units[1] + 1), step, watch)
         return plot.png()
 
+    def describe(self, model: str, gate: str, units: tuple[int, int], watch: int, step: int) -> str:
+        return describe_gates(self.record(model), gate, (units[0], units[1] + 1), step, watch)
+
     def figure(self, **values) -> GateFigure:
         """A new figure of the state ``values``; a control left out keeps its current value, so
-        ``explorer.figure()`` is the view shown now (for a notebook's saved output)."""
+        ``explorer.figure()`` is the view shown now (for a notebook's saved output, take
+        ``static_figure(**changes)``: the same picture with its alt text)."""
         values = {**self.values(), **values}
         lo, hi = values["units"]
         return draw_gates(self.record(values["model"]), values["gate"], (lo, hi + 1), values["step"], values["watch"])
