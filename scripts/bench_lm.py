@@ -4,7 +4,7 @@
     python scripts/bench_lm.py --seconds 120 --recipes nanogpt-baby charlm-gpt lstm gru rnn
     python scripts/bench_lm.py --clock wall --threads 2 # wall-clock seconds on 2 threads instead
     python scripts/bench_lm.py --out data/bench/lm-60s.json
-    python scripts/bench_lm.py --gpt d_model=96 --gpt n_layer=3 --lr 2e-3   # try a variant of charlm-gpt
+    python scripts/bench_lm.py --gpt d_model=96 --gpt num_layers=3 --lr 2e-3   # try a variant of charlm-gpt
     python scripts/bench_lm.py --jobs 3                 # the recipes in 3 processes at once (CPU clock)
     python scripts/bench_lm.py --device cuda --seconds 200 --recurrent-kernel torch \
         --recurrent num_layers=2 --recurrent hidden_size=512 --recurrent-train batch_size=128
@@ -186,8 +186,8 @@ def make_recipe(name: str, vocab_size: int, gpt_overrides: dict | None = None, l
         spec = recipes.CHECKPOINTS["charlm-gpt"]
         model = recipes.build_model("charlm-gpt", **(gpt_overrides or {})).to(device)
         setup = {**spec["training"], **(train_overrides or {}), **({"lr": lr} if lr is not None else {})}
-        if setup["seq_len"] > model.config.context:
-            raise ValueError(f"seq_len {setup['seq_len']} is longer than the GPT's context {model.config.context}")
+        if setup["seq_len"] > model.config.max_len:
+            raise ValueError(f"seq_len {setup['seq_len']} is longer than the GPT's max_len {model.config.max_len}")
         optimizer, schedule = recipes.gpt_optimizer(model, setup)
         return Recipe(name, model, optimizer, batch_size=setup["batch_size"], seq_len=setup["seq_len"],
                       clip_norm=setup["clip_norm"], schedule=schedule,
@@ -346,7 +346,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--full", type=int, default=pretrained.VAL_BATCHES,
                         help=f"validation batches for the final figure (default all {pretrained.VAL_BATCHES})")
     parser.add_argument("--gpt", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a GPTConfig field of the charlm-gpt recipe (repeatable)")
+                        help="override a GPTConfig field of the charlm-gpt recipe, e.g. num_layers=3, nhead=2, "
+                             "max_len=128, positional=rope (repeatable)")
     parser.add_argument("--lr", type=float, help="override the charlm-gpt recipe's learning rate")
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
                         help="override a field of the charlm-gpt recipe's training set-up, e.g. batch_size=32 (repeatable)")

@@ -46,7 +46,7 @@ def test_gpt_checkpoint_says_how_it_was_made_and_records_its_curve():
 
 
 def test_build_model_overrides_only_for_gpt():
-    small = pretrained.build_model("charlm-gpt", n_layer=1)
-    assert small.config.n_layer == 1
+    small = pretrained.build_model("charlm-gpt", num_layers=1)
+    assert small.config.num_layers == 1
     with pytest.raises(ValueError, match="overrides apply to GPT checkpoints only"):
         pretrained.build_model("charlm-lstm", d_model=8)

@@ -63,7 +63,7 @@ def test_decoder_flops_by_hand_and_on_seqlabs_gpt_with_and_without_the_kv_cache(
     # one layer, d = 4, d_ff = 16, vocab 10, 3 new tokens after 2 cached: 2 (4*3*16 + 2*3*4*16) + 4*3*5*4 + 2*3*4*10
     assert decoder_flops(3, 2, d=4, layers=1, vocab=10) == 2 * (192 + 384) + 240 + 240
     torch.manual_seed(0)
-    config = GPTConfig(vocab_size=20, context=40, d_model=16, n_layer=2, n_head=2, dim_feedforward=24)
+    config = GPTConfig(vocab_size=20, max_len=40, d_model=16, num_layers=2, nhead=2, dim_feedforward=24)
     model = GPT(config).eval()
     ids = torch.randint(0, 20, (2, 40))
     sizes = {"d": 16, "layers": 2, "vocab": 20, "d_ff": 24, "batch": 2}

@@ -141,7 +141,7 @@ def test_the_measurement_is_the_models_own_cache_after_generation():
     measured = EXERCISES["kv_cache_bytes"].reference(2, 4, 32, 12, 1)
     assert measured == 2 * 2 * 12 * 32 * 4
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=16, context=12, d_model=32, n_layer=2, n_head=4)).eval()
+    model = GPT(GPTConfig(vocab_size=16, max_len=12, d_model=32, num_layers=2, nhead=4)).eval()
     cache = model.new_cache()
     with torch.no_grad():
         model(torch.zeros(1, 5, dtype=torch.long), cache=cache)            # a prompt of 5, then one token at a time
@@ -152,11 +152,11 @@ def test_the_measurement_is_the_models_own_cache_after_generation():
 
 def formula(numbers=False, one_tensor=False, per_head=False, one_layer=False, one_sequence=False, bits=False,
             squared=False):
-    def f(n_layer, n_head, d_model, T, batch_size):
+    def f(num_layers, nhead, d_model, T, batch_size):
         if squared:
-            return 8 * n_layer * batch_size * T * T
-        n = (1 if one_tensor else 2) * (1 if one_layer else n_layer) * (1 if one_sequence else batch_size) * T
-        n *= d_model * (n_head if per_head else 1)
+            return 8 * num_layers * batch_size * T * T
+        n = (1 if one_tensor else 2) * (1 if one_layer else num_layers) * (1 if one_sequence else batch_size) * T
+        n *= d_model * (nhead if per_head else 1)
         return n * (1 if numbers else 32 if bits else 4)
     return f
 
@@ -164,8 +164,8 @@ def formula(numbers=False, one_tensor=False, per_head=False, one_layer=False, on
 @pytest.mark.parametrize("wrong, hint", [
     (formula(numbers=True), "each float32 number takes 4 bytes"),
     (formula(one_tensor=True), "the keys K and the values V: count both"),
-    (formula(per_head=True), "not n_head x d_model"),
-    (formula(one_layer=True), "multiply by n_layer"),
+    (formula(per_head=True), "not nhead x d_model"),
+    (formula(one_layer=True), "multiply by num_layers"),
     (formula(bits=True), "that is bits"),
     (formula(squared=True), "that is the attention matrix"),
     (lambda *args: formula()(*args) + 1, "off by a factor"),
@@ -188,7 +188,7 @@ def test_loss_by_position_reference_agrees_with_the_library_and_the_mean_loss():
     from seqlab.train import evaluate, lm_loss, lm_loss_by_position
 
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=11, context=8, d_model=16, n_layer=1, n_head=2)).eval()
+    model = GPT(GPTConfig(vocab_size=11, max_len=8, d_model=16, num_layers=1, nhead=2)).eval()
     g = torch.Generator().manual_seed(1)
     batches = [(torch.randint(11, (3, 8), generator=g), torch.randint(11, (3, 8), generator=g)) for _ in range(2)]
     by_position = lm_loss_by_position(model, batches)
@@ -199,7 +199,7 @@ def test_loss_by_position_reference_agrees_with_the_library_and_the_mean_loss():
 
 
 def test_lm_loss_by_position_rejects_mismatched_shapes():
-    model = GPT(GPTConfig(vocab_size=11, context=8, d_model=16, n_layer=1, n_head=2))
+    model = GPT(GPTConfig(vocab_size=11, max_len=8, d_model=16, num_layers=1, nhead=2))
     with pytest.raises(ValueError, match=r"expects logits of shape \(B, T, V\) = \(2, 5, V\)"):
         from seqlab.train import lm_loss_by_position
         lm_loss_by_position(model, [(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long))])

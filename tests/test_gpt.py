@@ -23,7 +23,7 @@ POSITIONS = ["learned", "sinusoidal", "rope", "alibi"]
 def small(positional="learned", seed=0, **overrides) -> GPT:
     """A small GPT with spread-out weights, so that its logits (and so its tokens) differ from place to place."""
     torch.manual_seed(seed)
-    settings = {"vocab_size": V, "context": T, "d_model": 16, "n_layer": 2, "n_head": 4, "positional": positional}
+    settings = {"vocab_size": V, "max_len": T, "d_model": 16, "num_layers": 2, "nhead": 4, "positional": positional}
     model = GPT(GPTConfig(**{**settings, **overrides}))
     with torch.no_grad():
         for p in model.parameters():
@@ -41,16 +41,18 @@ def test_config_defaults_round_trip_and_validation():
     c = GPTConfig(vocab_size=84)
     assert c.dim_feedforward == 4 * c.d_model and c.norm_first and c.tie_weights and c.activation == "gelu"
     assert GPTConfig.from_dict(c.to_dict()) == c
-    with pytest.raises(ValueError, match=r"unknown GPTConfig fields \['depth'\]"):
+    with pytest.raises(TypeError, match=r"unknown GPTConfig fields \['depth'\]; expected some of"):
         GPTConfig.from_dict({**c.to_dict(), "depth": 3})
-    with pytest.raises(ValueError, match="d_model must be divisible by n_head.*d_model=30, n_head=4"):
-        GPTConfig(vocab_size=5, d_model=30, n_head=4)
+    with pytest.raises(TypeError, match=r"\['n_head', 'n_layer'\]; n_head is nhead here; n_layer is num_layers here"):
+        GPTConfig(vocab_size=5, n_layer=2, n_head=2)                     # nanoGPT's names: say torch.nn's
+    with pytest.raises(ValueError, match="d_model must be divisible by nhead.*d_model=30, nhead=4"):
+        GPTConfig(vocab_size=5, d_model=30, nhead=4)
     with pytest.raises(ValueError, match="unknown positional encoding 'relative'"):
         GPTConfig(vocab_size=5, positional="relative")
     with pytest.raises(ValueError, match=r"dropout must be a probability in \[0, 1\), got 1.5"):
         GPTConfig(vocab_size=5, dropout=1.5)
-    with pytest.raises(ValueError, match="GPTConfig.context must be an integer >= 1, got 0"):
-        GPTConfig(vocab_size=5, context=0)
+    with pytest.raises(ValueError, match="GPTConfig.max_len must be an integer >= 1, got 0"):
+        GPTConfig(vocab_size=5, max_len=0)
     with pytest.raises(ValueError, match="unknown activation 'swish'"):
         GPTConfig(vocab_size=5, activation="swish")
 
@@ -60,7 +62,7 @@ def test_config_defaults_round_trip_and_validation():
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_parameter_count_formula(positional, tie_weights, bias, norm_first):
-    config = GPTConfig(vocab_size=V, context=T, d_model=24, n_layer=3, n_head=4, dim_feedforward=40,
+    config = GPTConfig(vocab_size=V, max_len=T, d_model=24, num_layers=3, nhead=4, dim_feedforward=40,
                        positional=positional, tie_weights=tie_weights, bias=bias, norm_first=norm_first)
     model = GPT(config)
     assert model.num_parameters() == config.num_parameters()
@@ -110,7 +112,7 @@ def test_gradients_reach_every_parameter_and_tied_weights_are_one():
 def test_trains_with_the_course_training_loop():
     torch.manual_seed(0)
     text = torch.tensor([i % 7 for i in range(2000)])                # a cycle: easy to learn
-    model = GPT(GPTConfig(vocab_size=7, context=16, d_model=32, n_layer=1, n_head=2))
+    model = GPT(GPTConfig(vocab_size=7, max_len=16, d_model=32, num_layers=1, nhead=2))
     batches = LMBatches(text, 8, 16, seed=0)
     before = evaluate(model, batches, max_batches=5).loss
     history = train(model, batches, lm_loss, lr=3e-3, max_steps=60, progress=False, seed=0)
@@ -185,7 +187,7 @@ def test_batched_generation_and_training_mode_comes_back():
 # -- errors -------------------------------------------------------------------------------------------
 def test_errors_name_the_value_and_the_allowed_range():
     model = small()
-    with pytest.raises(ValueError, match=f"the prompt has {T + 1} tokens but the model reads at most context={T}"):
+    with pytest.raises(ValueError, match=f"the prompt has {T + 1} tokens but the model reads at most max_len={T}"):
         model.generate(ids(1, T + 1)[0], 2)
     with pytest.raises(ValueError, match="the prompt is empty"):
         model.generate(torch.tensor([], dtype=torch.long), 2)
@@ -205,13 +207,13 @@ def test_errors_name_the_value_and_the_allowed_range():
         model.generate(torch.zeros(1, 2, 3, dtype=torch.long), 2)
     with pytest.raises(ValueError, match="dtype torch.long"):
         model(torch.zeros(1, 3))
-    with pytest.raises(ValueError, match=f"reads at most context={T} tokens, got {T + 1}"):
+    with pytest.raises(ValueError, match=f"reads at most max_len={T} tokens, got {T + 1}"):
         model(ids(1, T + 1))
     cache = model.new_cache()
     model(ids(1, T - 2), cache=cache)
-    with pytest.raises(ValueError, match=f"context={T} tokens, got 3 after {T - 2} cached positions"):
+    with pytest.raises(ValueError, match=f"max_len={T} tokens, got 3 after {T - 2} cached positions"):
         model(ids(1, 3), cache=cache)
-    with pytest.raises(ValueError, match="the cache has 3 layers but the model has n_layer=2"):
+    with pytest.raises(ValueError, match="the cache has 3 layers but the model has num_layers=2"):
         model(ids(1, 2), cache=KVCache.empty(3))
     with pytest.raises(TypeError, match="cache must be a KVCache"):
         model(ids(1, 2), cache=[])

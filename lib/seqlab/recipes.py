@@ -31,7 +31,7 @@ CHECKPOINTS: dict[str, dict] = {
     "charlm-lstm": {"cell": "lstm", "steps": 14_309},
     "charlm-gru": {"cell": "gru", "steps": 14_309},
     "charlm-gpt": {"model": "GPT", "steps": 28_618, "store_dtype": "float32",
-                   "config": {"context": 64, "d_model": 128, "n_layer": 2, "n_head": 4, "dim_feedforward": 512,
+                   "config": {"max_len": 64, "d_model": 128, "num_layers": 2, "nhead": 4, "dim_feedforward": 512,
                               "dropout": 0.0, "positional": "learned", "norm_first": True, "activation": "gelu",
                               "tie_weights": True, "bias": True, "fused": True},
                    "training": {"batch_size": 16, "seq_len": 64, "optimizer": "AdamW", "lr": 3e-3,

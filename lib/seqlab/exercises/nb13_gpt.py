@@ -174,14 +174,14 @@ register(Exercise(
 
 
 # -- 3. predict, then measure: the size of a KV cache ------------------------------------------------------
-def measure_kv_cache_bytes(n_layer: int, n_head: int, d_model: int, T: int, batch_size: int) -> int:
+def measure_kv_cache_bytes(num_layers: int, nhead: int, d_model: int, T: int, batch_size: int) -> int:
     """Build a seqlab GPT of these sizes (float32), read ``batch_size`` sequences of ``T`` tokens into a
     fresh KV cache, and return the bytes the cache holds (:meth:`seqlab.nn.multihead.KVCache.nbytes`)."""
     from seqlab.models.gpt import GPT, GPTConfig
 
     with torch.random.fork_rng(devices=[]):   # any weights will do; leave the student's generator alone
         torch.manual_seed(0)
-        model = GPT(GPTConfig(vocab_size=16, context=T, d_model=d_model, n_layer=n_layer, n_head=n_head)).eval()
+        model = GPT(GPTConfig(vocab_size=16, max_len=T, d_model=d_model, num_layers=num_layers, nhead=nhead)).eval()
     cache = model.new_cache()
     ids = torch.arange(batch_size * T).view(batch_size, T) % 16
     with torch.no_grad():
@@ -190,22 +190,22 @@ def measure_kv_cache_bytes(n_layer: int, n_head: int, d_model: int, T: int, batc
 
 
 def _diagnose_cache(args: tuple, got: Any, expected: int) -> str | None:
-    n_layer, n_head, d_model, T, B = args
+    num_layers, nhead, d_model, T, B = args
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         return f"return a number of bytes (an int), not a {type(got).__name__}."
-    numbers = 2 * n_layer * B * T * d_model
+    numbers = 2 * num_layers * B * T * d_model
     known = {
         numbers: "you counted numbers; each float32 number takes 4 bytes.",
         expected // 2: "a cache holds two tensors per layer, the keys K and the values V: count both.",
-        expected * n_head: "the heads split d_model between them (d_head = d_model / n_head): the cache holds "
-                           "n_head x d_head = d_model numbers per position per tensor, not n_head x d_model.",
-        expected // n_layer: "every layer has its own keys and values: multiply by n_layer.",
+        expected * nhead: "the heads split d_model between them (d_head = d_model / nhead): the cache holds "
+                          "nhead x d_head = d_model numbers per position per tensor, not nhead x d_model.",
+        expected // num_layers: "every layer has its own keys and values: multiply by num_layers.",
         expected // B: "each of the batch_size sequences has its own cache: multiply by batch_size.",
         expected * 8: "that is bits; a float32 number is 4 bytes (32 bits).",
-        8 * n_layer * B * T * T: "the cache does not grow like T^2 (that is the attention matrix): it keeps one key "
-                                 "and one value vector of d_model numbers per position.",
-        4 * n_layer * B * T * T * n_head: "the cache keeps keys and values, not attention weights: 2 x T x d_model "
-                                          "numbers per layer and sequence, not T^2 per head.",
+        8 * num_layers * B * T * T: "the cache does not grow like T^2 (that is the attention matrix): it keeps "
+                                    "one key and one value vector of d_model numbers per position.",
+        4 * num_layers * B * T * T * nhead: "the cache keeps keys and values, not attention weights: "
+                                            "2 x T x d_model numbers per layer and sequence, not T^2 per head.",
     }
     diff = f"predicted {got:,.0f} bytes, measured {expected:,} ({expected / 1e6:.3g} MB)"
     for value, message in known.items():
@@ -217,13 +217,13 @@ def _diagnose_cache(args: tuple, got: Any, expected: int) -> str | None:
 
 register(Exercise(
     name="kv_cache_bytes",
-    signature="kv_cache_bytes(n_layer: int, n_head: int, d_model: int, T: int, batch_size: int) -> int, your "
+    signature="kv_cache_bytes(num_layers: int, nhead: int, d_model: int, T: int, batch_size: int) -> int, your "
               "prediction of the bytes a float32 KV cache holds after T tokens (checked against a measured cache)",
     reference=measure_kv_cache_bytes,
     cases=[Case((3, 4, 128, 50, 1), "3 layers, 4 heads, d_model = 128, 50 tokens, one sequence"),
            Case((5, 2, 64, 40, 3), "5 layers, 2 heads, d_model = 64, 40 tokens, 3 sequences"),
            Case((3, 1, 24, 10, 2), "3 layers, one head, d_model = 24, 10 tokens, 2 sequences")],
-    hint="2 (K and V) x n_layer x batch_size x T x d_model numbers, 4 bytes each; n_head does not matter.",
+    hint="2 (K and V) x num_layers x batch_size x T x d_model numbers, 4 bytes each; nhead does not matter.",
     diagnose=_diagnose_cache,
     same=lambda got, expected: isinstance(got, (int, float)) and not isinstance(got, bool) and got == expected,
 ))

@@ -29,10 +29,10 @@ so the stream's variance does not grow with depth.
 **Generation** (:meth:`GPT.generate`) samples with :func:`seqlab.decoding.sample_next`
 (temperature, top-k). With ``use_cache=True`` it keeps a :class:`seqlab.nn.multihead.KVCache`:
 the prompt is read once, then each step feeds only the newest token, whose queries attend to the
-cached keys and values of every earlier position. The model sees at most ``context`` tokens; once
-the sequence is longer, each step re-reads its last ``context`` tokens from scratch (a cache
-cannot slide along: every cached key depends on the tokens before it, including the one that
-falls out), so the cache speeds up the first ``context`` tokens only. Cached and uncached
+cached keys and values of every earlier position. The model sees at most ``max_len`` tokens (its
+context); once the sequence is longer, each step re-reads its last ``max_len`` tokens from scratch (a
+cache cannot slide along: every cached key depends on the tokens before it, including the one that
+falls out), so the cache speeds up the first ``max_len`` tokens only. Cached and uncached
 generation give the same tokens (tests/test_gpt.py).
 """
 
@@ -74,15 +74,22 @@ def gpt2_init_(model: nn.Module, blocks: nn.ModuleList) -> None:
         nn.init.normal_(block.linear2.weight, std=residual_std)                           # so does W_2
 
 
+# Other names for GPTConfig's fields: nanoGPT's, and context (this config's own before it took torch.nn's
+# vocabulary, as EncoderConfig, BertConfig and nn.Transformer). Not accepted: only named in the error.
+OTHER_NAMES = {"n_layer": "num_layers", "n_head": "nhead", "n_embd": "d_model", "block_size": "max_len",
+               "context": "max_len"}
+
+
 @dataclass
 class GPTConfig:
-    """The sizes of a :class:`GPT`. ``dim_feedforward=None`` means ``4 * d_model`` (GPT-2's ratio)."""
+    """The sizes of a :class:`GPT`, in torch.nn's names (``nhead``, ``num_layers``, ``max_len``) as the
+    other seqlab configs. ``dim_feedforward=None`` means ``4 * d_model`` (GPT-2's ratio)."""
 
     vocab_size: int
-    context: int = 64                    # the longest sequence the model reads (its block size)
+    max_len: int = 64                    # the longest sequence the model reads (its context, or block size)
     d_model: int = 128
-    n_layer: int = 4
-    n_head: int = 4
+    num_layers: int = 4
+    nhead: int = 4
     dim_feedforward: int | None = None   # None: 4 * d_model
     dropout: float = 0.0
     positional: str = "learned"          # one of seqlab.nn.positional.POSITIONAL_ENCODINGS
@@ -92,16 +99,25 @@ class GPTConfig:
     bias: bool = True                    # biases in every Linear and LayerNorm
     fused: bool = False                  # attention by scaled_dot_product_attention when no weights are asked for
 
+    def __new__(cls, *args, **kwargs) -> GPTConfig:
+        # runs before the dataclass's __init__, whose own error for n_layer= would not say num_layers
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            renamed = "".join(f"; {name} is {OTHER_NAMES[name]} here" for name in unknown if name in OTHER_NAMES)
+            raise TypeError(f"unknown GPTConfig fields {unknown}{renamed}; expected some of {sorted(known)}")
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
         if self.dim_feedforward is None:
             self.dim_feedforward = 4 * self.d_model
-        for name in ("vocab_size", "context", "d_model", "n_layer", "n_head", "dim_feedforward"):
+        for name in ("vocab_size", "max_len", "d_model", "num_layers", "nhead", "dim_feedforward"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"GPTConfig.{name} must be an integer >= 1, got {value!r}")
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model must be divisible by n_head (each head gets d_model / n_head features), "
-                             f"got d_model={self.d_model}, n_head={self.n_head}")
+        if self.d_model % self.nhead:
+            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
+                             f"got d_model={self.d_model}, nhead={self.nhead}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout}")
         if self.positional not in POSITIONAL_ENCODINGS:
@@ -111,7 +127,7 @@ class GPTConfig:
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.n_head
+        return self.d_model // self.nhead
 
     def num_parameters(self) -> int:
         """The parameter count, from the sizes alone (a tied output matrix counted once).
@@ -119,13 +135,13 @@ class GPTConfig:
         ``V d`` (embedding) + ``T d`` (learned positions only) + per block ``4 d^2 + 2 d f``
         (attention's :math:`W^Q, W^K, W^V, W^O`, the FFN's :math:`W_1, W_2`) + ``V d`` (untied output).
         With biases: per block ``4 d + f + d`` (projections) and every LayerNorm ``2 d`` instead of ``d``;
-        the output layer ``V``. ``d`` = d_model, ``f`` = dim_feedforward, ``T`` = context, ``V`` = vocab_size.
+        the output layer ``V``. ``d`` = d_model, ``f`` = dim_feedforward, ``T`` = max_len, ``V`` = vocab_size.
         """
         d, f, V, b = self.d_model, self.dim_feedforward, self.vocab_size, int(self.bias)
         norm = d * (1 + b)                                           # LayerNorm: gain (and bias)
         block = 4 * d * d + 2 * d * f + b * (4 * d + f + d) + 2 * norm
-        total = V * d + self.n_layer * block
-        total += self.context * d if self.positional == "learned" else 0
+        total = V * d + self.num_layers * block
+        total += self.max_len * d if self.positional == "learned" else 0
         total += norm if self.norm_first else 0                      # the final LayerNorm
         total += (0 if self.tie_weights else V * d) + b * V          # output matrix (unless tied), output bias
         return total
@@ -135,20 +151,17 @@ class GPTConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> GPTConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown GPTConfig fields {unknown}; expected some of {sorted(known)}")
+        """The config :meth:`to_dict` wrote; an unknown key is a TypeError that names the known ones."""
         return cls(**values)
 
 
 class GPT(nn.Module):
-    """Token ids ``(B, T)`` -> next-token logits ``(B, T, V)``; ``T <= context``.
+    """Token ids ``(B, T)`` -> next-token logits ``(B, T, V)``; ``T <= max_len``.
 
     ``forward(ids, *, cache=None, need_weights=False)``. With a :class:`KVCache` (from
     :meth:`new_cache`), ``ids`` are the ``T`` tokens *after* the ``cache.offset`` already cached
-    ones; their keys and values are appended and their logits returned (``offset + T <= context``).
-    ``need_weights=True`` returns ``(logits, weights)``, ``weights`` ``(n_layer, B, n_head, T, offset + T)``.
+    ones; their keys and values are appended and their logits returned (``offset + T <= max_len``).
+    ``need_weights=True`` returns ``(logits, weights)``, ``weights`` ``(num_layers, B, nhead, T, offset + T)``.
     Works with :func:`seqlab.train.train` / :func:`seqlab.train.evaluate` and ``lm_loss`` as it is.
     """
 
@@ -156,12 +169,12 @@ class GPT(nn.Module):
         super().__init__()
         self.config = c = config
         self.embed = nn.Embedding(c.vocab_size, c.d_model)                                 # E
-        self.positional = positional_encoding(c.positional, d_model=c.d_model, num_heads=c.n_head, max_len=c.context)
+        self.positional = positional_encoding(c.positional, d_model=c.d_model, num_heads=c.nhead, max_len=c.max_len)
         self.dropout = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(
-            TransformerEncoderLayer(c.d_model, c.n_head, c.dim_feedforward, c.dropout, activation=c.activation,
+            TransformerEncoderLayer(c.d_model, c.nhead, c.dim_feedforward, c.dropout, activation=c.activation,
                                     batch_first=True, norm_first=c.norm_first, bias=c.bias, fused=c.fused)
-            for _ in range(c.n_layer))
+            for _ in range(c.num_layers))
         # pre-norm leaves the residual stream unnormalised: one LayerNorm after the last block
         self.norm = LayerNorm(c.d_model, bias=c.bias) if c.norm_first else nn.Identity()
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=c.bias)                         # U (, b)
@@ -178,7 +191,7 @@ class GPT(nn.Module):
 
     def new_cache(self) -> KVCache:
         """An empty KV cache, one :class:`AttentionCache` per block."""
-        return KVCache.empty(self.config.n_layer)
+        return KVCache.empty(self.config.num_layers)
 
     def forward(self, ids: Tensor, *, cache: KVCache | None = None,
                 need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
@@ -206,24 +219,24 @@ class GPT(nn.Module):
         check_id_range(name, ids, c.vocab_size)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache (from {name}.new_cache()) or None, got {type(cache).__name__}")
-        if cache is not None and len(cache) != c.n_layer:
-            raise ValueError(f"the cache has {len(cache)} layers but the model has n_layer={c.n_layer}")
+        if cache is not None and len(cache) != c.num_layers:
+            raise ValueError(f"the cache has {len(cache)} layers but the model has num_layers={c.num_layers}")
         offset = 0 if cache is None else cache.offset
-        if offset + ids.shape[1] > c.context:
+        if offset + ids.shape[1] > c.max_len:
             where = f" after {offset} cached positions" if offset else ""
-            raise ValueError(f"{name} reads at most context={c.context} tokens, got {ids.shape[1]}{where}; "
-                             f"crop the input to its last {c.context - offset} tokens")
+            raise ValueError(f"{name} reads at most max_len={c.max_len} tokens, got {ids.shape[1]}{where}; "
+                             f"crop the input to its last {c.max_len - offset} tokens")
         return offset
 
     @torch.no_grad()
     def generate(self, prompt: Tensor, n: int, *, temperature: float = 1.0, top_k: int | None = None,
                  generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
-        """Continue ``prompt`` (ids ``(T,)`` or a batch ``(B, T)``, ``1 <= T <= context``) by ``n`` sampled ids.
+        """Continue ``prompt`` (ids ``(T,)`` or a batch ``(B, T)``, ``1 <= T <= max_len``) by ``n`` sampled ids.
 
         Returns the prompt followed by its continuation, ``(T + n,)`` or ``(B, T + n)``. Sampling is
         :func:`seqlab.decoding.sample_next` (``temperature=0``: greedy; ``top_k``: keep the k likeliest).
-        The model conditions on the last ``context`` tokens at most: beyond that, each step re-reads the
-        last ``context`` tokens without the cache (see the module docstring). Runs in eval mode.
+        The model conditions on the last ``max_len`` tokens at most: beyond that, each step re-reads the
+        last ``max_len`` tokens without the cache (see the module docstring). Runs in eval mode.
         """
         c = self.config
         if not isinstance(prompt, Tensor) or prompt.dim() not in (1, 2):
@@ -233,9 +246,9 @@ class GPT(nn.Module):
             raise ValueError(f"n (the number of tokens to generate) must be an integer >= 0, got {n!r}")
         if prompt.shape[-1] == 0:
             raise ValueError("the prompt is empty: give at least one token to continue")
-        if prompt.shape[-1] > c.context:
+        if prompt.shape[-1] > c.max_len:
             raise ValueError(f"the prompt has {prompt.shape[-1]} tokens but the model reads at most "
-                             f"context={c.context}; pass its last {c.context} tokens (prompt[..., -{c.context}:])")
+                             f"max_len={c.max_len}; pass its last {c.max_len} tokens (prompt[..., -{c.max_len}:])")
         if top_k is not None and not 1 <= top_k <= c.vocab_size:
             raise ValueError(f"top_k must be in 1..{c.vocab_size} (the vocabulary size), got {top_k}")
         single = prompt.dim() == 1
@@ -245,15 +258,15 @@ class GPT(nn.Module):
         cache = self.new_cache() if use_cache else None
         with evaluating(self):                                    # no dropout; the mode comes back after
             for _ in range(n):
-                if cache is not None and seq.shape[1] <= c.context:
+                if cache is not None and seq.shape[1] <= c.max_len:
                     logits = self(seq[:, cache.offset:], cache=cache)   # only the tokens not cached yet
                 else:                                              # no cache, or past the context: re-read
-                    logits = self(seq[:, -c.context:])
+                    logits = self(seq[:, -c.max_len:])
                 next_id = sample_next(logits[:, -1], temperature=temperature, top_k=top_k, generator=generator)
                 seq = torch.cat([seq, next_id[:, None]], dim=1)
         return seq[0] if single else seq
 
     def extra_repr(self) -> str:
         c = self.config
-        return (f"context={c.context}, positional={c.positional!r}, norm_first={c.norm_first}, "
+        return (f"max_len={c.max_len}, positional={c.positional!r}, norm_first={c.norm_first}, "
                 f"tie_weights={c.tie_weights}, fused={c.fused}")
