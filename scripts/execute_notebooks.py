@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     os.environ["SEQLAB_DEVICE"] = args.device
     # One notebook at a time, with all of torch's threads: no OMP_WAIT_POLICY=PASSIVE here (alone, it made
-    # notebook 3's loop of small steps 4x slower; see course.worker_threads for side-by-side runs).
+    # notebook 3's loop of small steps 4x slower; see testbed.worker_threads for side-by-side runs).
     paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from course import parallel_arguments, worker_threads  # noqa: E402
+from testbed import parallel_arguments, worker_threads  # noqa: E402
 
 DEFAULT_PATHS = ["tests", "--ignore=tests/browser"]
 
@@ -111,7 +111,7 @@ def prepare(mutant: Mutant | None, scratch: Path) -> Path:
 
 def copy_env(lib_copy: Path, workers: int) -> dict[str, str]:
     """This environment with ``lib_copy`` first on the import path and torch's threads shared out among
-    the test workers as ``make test`` does (course.worker_threads)."""
+    the test workers as ``make test`` does (testbed.worker_threads)."""
     env = {**os.environ, "PYTHONPATH": f"{lib_copy}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "SEQLAB_DEVICE": os.environ.get("SEQLAB_DEVICE", "cpu")}
     return worker_threads(env, workers)

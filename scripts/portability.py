@@ -13,7 +13,7 @@ or long computation carries that into the printed digits. ``make test`` runs nbv
 ``--nbval-lax``: every cell still runs and each notebook's final cell asserts its claims with
 bands, but only cells tagged ``nbval-check-output`` are compared as text. This script decides
 which: a code cell is tagged when its sanitised text output is the same under every profile
-(:data:`course.PROFILES`: the machine's widest code paths, the AVX2 paths, the pre-AVX baseline,
+(:data:`testbed.PROFILES`: the machine's widest code paths, the AVX2 paths, the pre-AVX baseline,
 one thread, three threads) -- counts, shapes, formulas, worked examples in float64. A cell that
 prints library source (``inspect.getsource``) is never compared: a comment changed in ``lib/``
 must not force a re-run of the notebooks that show it (the library's own tests guard the code).
@@ -40,7 +40,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from course import PROFILES, profile_environment, worker_threads  # noqa: E402
+from testbed import PROFILES, profile_environment, worker_threads  # noqa: E402
 
 OUT = ROOT / "test-artifacts" / "portability"
 CHECK_TAG = "nbval-check-output"
@@ -86,7 +86,7 @@ def cell_text(cell: nbformat.NotebookNode, rules=None) -> str:
 def execute(path: Path, profile: str, jobs: int = 1) -> dict:
     """Run one notebook under one profile (all cells, errors kept), ``jobs`` notebooks side by side; save
     the copy; return a summary."""
-    # side by side, the cores are shared out as in `make test` (course.worker_threads); a profile's own
+    # side by side, the cores are shared out as in `make test` (testbed.worker_threads); a profile's own
     # thread count wins
     env = worker_threads(profile_environment(profile), jobs)
     nb = nbformat.read(path, as_version=4)

@@ -179,24 +179,21 @@ def test_make_test_runs_on_one_worker_per_core_unless_the_user_chose():
 
 
 def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_its_own():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("root_conftest", Path(course.ROOT) / "conftest.py")
-    root_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root_conftest)
-    scope = root_conftest.xdist_scope
-    assert scope("notebooks/04-lstm.ipynb::Cell 3") == scope("notebooks/04-lstm.ipynb::Cell 9") == "notebooks/04-lstm.ipynb"
-    assert scope("tests/test_hmm.py::test_a") == scope("tests/test_hmm.py::test_b[x]") == "tests/test_hmm.py"
-    a, b = (scope(f"tests/browser/test_widgets_in_lab.py::test_widgets_in_jupyterlab[{n}]") for n in ("04", "05"))
-    assert a != b
-
-    class Config:                                                   # only --dist loadscope is changed
-        def __init__(self, dist):
-            self.dist = dist
-
-        def getvalue(self, name):
-            return self.dist
-    assert root_conftest.pytest_xdist_make_scheduler(Config("load"), None) is None
+    """`make test` runs pytest-xdist's `--dist loadscope`, which hands a worker the test functions of one module,
+    or the tests of one class, as one unit: what a test's id names before its last '::'. So a notebook's cells
+    stay in one kernel, in order, and each widget notebook's browser test, the longest, is a unit of its own."""
+    collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
+                                "notebooks/04-lstm.ipynb", "tests/test_hmm.py", "tests/browser/test_widgets_in_lab.py"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    units: dict[str, list[str]] = {}
+    for test in (line for line in collected.stdout.splitlines() if "::" in line):
+        units.setdefault(test.rsplit("::", 1)[0], []).append(test)
+    assert len(units["notebooks/04-lstm.ipynb"]) > 10 and len(units["tests/test_hmm.py"]) > 1
+    browser = [unit for unit in units if "::TestNotebook_" in unit]
+    assert len(browser) >= 2 and all(len(units[unit]) == 1 for unit in browser), units
+    assert set(units) == {"notebooks/04-lstm.ipynb", "tests/test_hmm.py", "tests/browser/test_widgets_in_lab.py",
+                          *browser}
 
 
 def _capability_under(profile: str) -> str:

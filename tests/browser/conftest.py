@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from course import BROWSER_INSTALL_HINT, NPM_DIR, find_chromium
+from testbed import BROWSER_INSTALL_HINT, NPM_DIR, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_HINT = (f"install Chromium and Playwright: `{BROWSER_INSTALL_HINT}` (Debian/Ubuntu; `make test` "

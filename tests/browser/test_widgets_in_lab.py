@@ -28,8 +28,9 @@ same rule, and finding none is a failure), in a throw-away JupyterLab driven by 
    ipywidgets' "Loading widget..." line -- which is why every widget has a static figure beside it.
 
 The phases of a notebook are one test: Run All Cells is the slow part (it is the notebook's whole run
-time), and one run serves them all. pytest-xdist runs the notebooks' tests on its workers side by
-side, each worker with its own JupyterLab.
+time), and one run serves them all. Each notebook's test is a class of its own (``TestNotebook_05_...``),
+so that pytest-xdist's ``--dist loadscope`` (``make test``) runs them on its workers side by side, each
+worker with its own JupyterLab.
 
 Screenshots of every step go to ``test-artifacts/browser/``. Needs Chromium and Playwright (see
 ``conftest.py`` here; without them the tests skip, or fail under ``SEQLAB_REQUIRE_BROWSER=1``).
@@ -257,36 +258,51 @@ def run_id(request) -> str:
     return workerinput["testrunuid"] if workerinput else f"{os.getpid()}-{time.time()}"
 
 
-@pytest.mark.parametrize("notebook", WIDGET_NOTEBOOKS)
-def test_widgets_in_jupyterlab(browser, lab, notebook, run_id):
-    stem = Path(notebook).stem
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob(f"*{stem}*"):
-        old.unlink()
-    seconds, started = {}, time.perf_counter()
+class _WidgetNotebookInLab:
+    """The browser test of one widget notebook, ``notebook``: one subclass per notebook, made below."""
 
-    def phase(name: str) -> None:            # where the time goes (printed; the slow part is Run All)
-        nonlocal started
-        now = time.perf_counter()
-        seconds[name], started = round(now - started, 1), now
+    notebook: str
 
-    page = _new_page(browser, lab)
-    try:
-        _open_lab(page, lab, f"live-{stem}", notebook)
-        _wait_kernel(page, "Idle", f"the kernel of {notebook} to start")
-        phase("open")
-        _run_all(page, notebook)
-        phase("run all")
-        results = _sliders_redraw(page, notebook)
-        _write_latency(notebook, results, browser.version, run_id)
-        phase("controls")
-        _save_and_reopen(page, notebook, lab)
-        phase("reopen")
-        too_tall = present(page, notebook)
-        phase("slides")
-    finally:
-        page.context.close()
-    _without_kernel(browser, lab, notebook)
-    phase("no kernel")
-    print(f"{notebook}: seconds per phase {seconds}")
-    check_heights(notebook, too_tall)
+    def test_widgets_in_jupyterlab(self, browser, lab, run_id):
+        notebook = self.notebook
+        stem = Path(notebook).stem
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for old in ARTIFACTS.glob(f"*{stem}*"):
+            old.unlink()
+        seconds, started = {}, time.perf_counter()
+
+        def phase(name: str) -> None:            # where the time goes (printed; the slow part is Run All)
+            nonlocal started
+            now = time.perf_counter()
+            seconds[name], started = round(now - started, 1), now
+
+        page = _new_page(browser, lab)
+        try:
+            _open_lab(page, lab, f"live-{stem}", notebook)
+            _wait_kernel(page, "Idle", f"the kernel of {notebook} to start")
+            phase("open")
+            _run_all(page, notebook)
+            phase("run all")
+            results = _sliders_redraw(page, notebook)
+            _write_latency(notebook, results, browser.version, run_id)
+            phase("controls")
+            _save_and_reopen(page, notebook, lab)
+            phase("reopen")
+            too_tall = present(page, notebook)
+            phase("slides")
+        finally:
+            page.context.close()
+        _without_kernel(browser, lab, notebook)
+        phase("no kernel")
+        print(f"{notebook}: seconds per phase {seconds}")
+        check_heights(notebook, too_tall)
+
+
+# A class per notebook, not a parametrised test: `make test` runs pytest-xdist's `--dist loadscope`, which hands
+# the tests of one class to a worker as one unit (and a module's test functions as another), so these, the
+# longest tests of the suite, spread over the workers instead of queueing on one. (`--dist loadgroup` with an
+# `xdist_group` mark per notebook would say it too, but pytest-xdist 3.8 silently groups nothing under
+# pytest 9: its issue 1386.)
+for _notebook in WIDGET_NOTEBOOKS:
+    _name = "TestNotebook_" + re.sub(r"\W", "_", Path(_notebook).stem)
+    globals()[_name] = type(_name, (_WidgetNotebookInLab,), {"notebook": _notebook})
