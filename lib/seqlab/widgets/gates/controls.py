@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 import torch
 
+from seqlab.colours import HIGHLIGHT
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.base import Widget
 from seqlab.widgets.gates.compute import DEFAULT_GATE, QUANTITIES, GateRecord, gate_record, visible_char
@@ -98,7 +99,7 @@ def text_tape(record: GateRecord, step: int) -> str:
     slider's axis written out in characters."""
     first = min(max(step - TAPE_CHARS // 2, 0), max(record.steps - TAPE_CHARS, 0))   # a long text: a window
     chars = [html.escape(visible_char(ch)) for ch in record.chars[first:first + TAPE_CHARS]]
-    chars[step - first] = f"<b style='color:crimson;text-decoration:underline;background:#fde2e2'>{chars[step - first]}</b>"
+    chars[step - first] = f"<b style='color:{HIGHLIGHT};text-decoration:underline;background:#fde2e2'>{chars[step - first]}</b>"
     before = "…" if first > 0 else ""
     after = "…" if first + TAPE_CHARS < record.steps else ""
     return (f"<div style='font-family:monospace;font-size:13px;white-space:pre;overflow:hidden'>"
