@@ -2,9 +2,12 @@
 
     python scripts/colour_check.py                 # the table
     python scripts/colour_check.py --swatches DIR  # and a PNG per map: as seen, and under each simulation
+    python scripts/colour_check.py --map Greys     # also measure a map a notebook uses (NAME:diverging if it is)
+    python scripts/colour_check.py --figure fig.png out.png   # a figure as each vision sees it, 2 x 2
 
 Colour differences are Euclidean distances in CAM02-UCS (J', a', b'; Luo et al. 2006), the space colorspacious
-and viscm judge maps in; about 1 is a just-noticeable difference, and neighbouring tab10 colours lie 20-40 apart.
+and viscm judge maps in; about 1 is a just-noticeable difference, and any two of matplotlib's tab10 colours lie
+20 or more apart.
 Colour vision deficiency is simulated with Machado et al. (2009) at full severity (protanopia, deuteranopia,
 tritanopia), as colorspacious's ``cvd_space`` does, then clipped to the display's gamut. Both transforms are
 written out here in numpy so the check needs no package beyond the course's; tests/test_colours.py compares them
@@ -14,10 +17,12 @@ For each colour map:
 - lightness: J' along the map; a sequential map must be monotonic, a diverging one monotonic on each side of
   its light midpoint (so the order of values survives greyscale printing and every simulation);
 - uniformity: the largest over the smallest of the 32 equal steps' colour differences (1 would be perfect);
-- for normal vision and each simulation: the difference between the map's two ends, and the smallest
-  difference between neighbouring colours of a 16-step version of the map (can a reader still tell 0.3 from 0.37?).
-For each set of colours drawn together (lines, highlight against the map it marks): the smallest pairwise
-difference under each simulation.
+- for normal vision and each simulation: the difference between the map's two ends (a diverging map: between
+  +v and -v, |v| >= 0.25: can the sign be told?), and the smallest difference between neighbouring colours of a
+  16-step version of the map (can a reader still tell 0.3 from 0.37?).
+For a mark drawn on maps (a highlight outline and its halo, a masked cell): its least difference from any colour
+of those maps. For series drawn together: the least difference between two drawn alike (same marker or line
+style; series that differ in shape need no colour difference). Each under every vision.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ MIN_STEP_DIFFERENCE = 2.5      # neighbours in a 16-step map, under every vision
 MIN_MARK_DIFFERENCE = 10.0     # a mark (outline, masked cell) against every colour of the map it is drawn on
 MIN_SERIES_DIFFERENCE = 10.0   # two series drawn alike (same marker and line style) need colours this far apart
 
+
 def _linear(srgb: np.ndarray) -> np.ndarray:
     """sRGB in [0, 1] -> linear light (IEC 61966-2-1)."""
     return np.where(srgb < 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
@@ -64,11 +70,12 @@ _XYZ_TO_SRGB = np.array([[3.2406, -1.5372, -0.4986], [-0.9689, 1.8758, 0.0415], 
 _SRGB_TO_XYZ = np.linalg.inv(_XYZ_TO_SRGB)
 _M_CAT02 = np.array([[0.7328, 0.4296, -0.1624], [-0.7036, 1.6975, 0.0061], [0.0030, 0.0136, 0.9834]])
 _M_HPE = np.array([[0.38971, 0.68898, -0.07868], [-0.22981, 1.18340, 0.04641], [0.0, 0.0, 1.0]])
+_D65 = np.array([95.047, 100.0, 108.883])       # the display's white, XYZ on the 0-100 scale
 
 
 def _viewing_conditions():
     """CIECAM02 for an sRGB display: D65 white, L_A = 64/pi/5 cd/m^2, Y_b = 20, average surround."""
-    white, L_A, Y_b, F, c, N_c = np.array([95.047, 100.0, 108.883]), 64 / np.pi / 5, 20.0, 1.0, 0.69, 1.0
+    white, L_A, Y_b, F, c, N_c = _D65, 64 / np.pi / 5, 20.0, 1.0, 0.69, 1.0
     D = np.clip(F * (1 - (1 / 3.6) * np.exp((-L_A - 42) / 92)), 0, 1)
     D_RGB = D * white[1] / (_M_CAT02 @ white) + 1 - D
     k = 1 / (5 * L_A + 1)
@@ -87,7 +94,7 @@ def _compress(cone: np.ndarray) -> np.ndarray:
     return np.sign(cone) * 400 * tmp / (tmp + 27.13) + 0.1
 
 
-_A_WHITE = (np.array([2, 1, 1 / 20]) @ _compress(_VC["to_cone"] @ np.array([95.047, 100.0, 108.883])) - 0.305) * _VC["N_bb"]
+_A_WHITE = (np.array([2, 1, 1 / 20]) @ _compress(_VC["to_cone"] @ _D65) - 0.305) * _VC["N_bb"]   # white's achromatic signal
 
 
 def cam02ucs(rgb: np.ndarray) -> np.ndarray:
@@ -127,12 +134,11 @@ def samples(cmap: str, n: int) -> np.ndarray:
 
 
 def lightness_reversal(cmap: str, diverging: bool) -> float:
-    """How far J' runs against the map's direction (0 for a monotonic map; a diverging map, per half)."""
+    """How far J' runs against the map's direction: 0 for a monotonic map (a diverging one: on each side)."""
     J = cam02ucs(samples(cmap, 256))[:, 0]
-    halves = (J[:128][::-1], J[128:]) if diverging else (J if J[-1] > J[0] else J[::-1],)
-    if diverging:      # both halves must fall away from the light midpoint
-        return float(max(np.max(np.maximum.accumulate(-h) + h) for h in halves))
-    return float(np.max(np.maximum.accumulate(halves[0]) - halves[0]))
+    # each run should rise: a sequential map from its dark end, a diverging one from both ends to its light middle
+    runs = (J[:128], J[128:][::-1]) if diverging else (J if J[-1] > J[0] else J[::-1],)
+    return float(max(np.max(np.maximum.accumulate(run) - run) for run in runs))
 
 
 def map_report(cmap: str, diverging: bool = False) -> dict:

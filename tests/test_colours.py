@@ -53,9 +53,12 @@ def test_agrees_with_colorspacious_on_random_colours():
 
 def test_the_thresholds_bite():
     """Maps and pairs the course avoids fail: jet's lightness goes up and down, Greys' steps are uneven
-    (sRGB interpolation), red against green in one style vanishes for a deuteranope."""
+    (sRGB interpolation), RdYlGn's two signs and red against green in one line style look alike to a
+    deuteranope, a crimson line alone vanishes on dark orange for a tritanope."""
     assert any("lightness reverses" in f for f in check.failures(check.map_report("jet")))
     assert any("uneven" in f for f in check.failures(check.map_report("Greys")))
+    red_yellow_green = check.map_report("RdYlGn", diverging=True)          # the sign is red against green
+    assert red_yellow_green["deuteranopia"][0] < 2 and "deuteranopia: sides 1 apart" in check.failures(red_yellow_green)
     red_green = check.series_report("red/green", [("tab:red", "o"), ("tab:green", "o")])
     assert red_green["deuteranopia"] < 6 and check.failures(red_green)
     assert not check.failures(check.series_report("red/green", [("tab:red", "o"), ("tab:green", "s")]))
@@ -105,12 +108,19 @@ def _alpha(png: bytes) -> np.ndarray:
     return np.asarray(image)[..., 3]
 
 
-def _figures() -> dict:
-    """Every kind of figure the library draws, as PNG bytes (small inputs, untrained models)."""
+def _lstm_and_vocab():
     import torch
 
     from seqlab.data import Vocab
     from seqlab.models.charlm import CharLM, CharLMConfig
+
+    vocab = Vocab.chars("abcdefghijklmnopqrstuvwxyz ")
+    torch.manual_seed(0)
+    return CharLM(CharLMConfig(vocab_size=len(vocab), cell="lstm", embed_size=4, hidden_size=6)).eval(), vocab
+
+
+def _figures() -> dict:
+    """Every kind of figure the library draws, as PNG bytes (small inputs, untrained models)."""
     from seqlab.notebook import setup
     from seqlab.widgets import AttentionExplorer, AttentionStepper, GateExplorer, PositionalExplorer
     from seqlab.widgets.live import figure_to_png
@@ -119,9 +129,7 @@ def _figures() -> dict:
     tokens = "the cat sat on the mat".split()
     weights = np.full((6, 6), 1 / 6)
     X, W_V = np.array([[1.0, 0.0], [0.5, 1.0], [0.0, 1.0]]), np.array([[1.0, 0.5], [0.0, 1.0]])
-    vocab = Vocab.chars("abcdefghijklmnopqrstuvwxyz ")
-    torch.manual_seed(0)
-    lstm = CharLM(CharLMConfig(vocab_size=len(vocab), cell="lstm", embed_size=4, hidden_size=6)).eval()
+    lstm, vocab = _lstm_and_vocab()
     explorers = {"attention": AttentionExplorer(weights, tokens, token=1),
                  "stepper": AttentionStepper(X, np.eye(2), np.eye(2), W_V, tokens=["I", "like", "pizza"], causal=True),
                  "positional": PositionalExplorer(),
@@ -147,3 +155,20 @@ def test_every_figure_has_an_opaque_background():
     for name, png in _figures().items():
         alpha = _alpha(png)
         assert alpha.min() == 255, f"{name}: {np.mean(alpha < 255):.1%} of its pixels are not opaque"
+
+
+def test_html_that_sets_a_background_sets_its_text_colour_too():
+    """The gate explorer's step table and text tape: a light background under the theme's text colour would
+    put a dark theme's light text on light pink."""
+    import re
+
+    from seqlab.widgets.gates import gate_record, step_table, text_tape
+
+    lstm, vocab = _lstm_and_vocab()
+    record = gate_record(lstm, vocab, "the cat sat")
+    for html in (step_table(record, 3, (0, 6), gate="f", mark=2), text_tape(record, 3)):
+        styles = re.findall(r"style='([^']*)'", html)
+        assert any("background" in s for s in styles)
+        for style in styles:
+            if "background" in style:
+                assert re.search(r"(^|;)color:", style), f"a background without a text colour: {style!r}"

@@ -16,8 +16,8 @@ protanopia, deuteranopia and tritanopia simulated) and held to its thresholds by
 
 from __future__ import annotations
 
-__all__ = ["DIVERGING", "HIGHLIGHT", "MAPS", "MARKS", "MASKED", "MODEL_STYLES", "SEQUENTIAL", "SERIES", "VALUES",
-           "WEIGHTS", "highlight_halo"]
+__all__ = ["DIVERGING", "HIGHLIGHT", "HIGHLIGHT_BACKGROUND", "MAPS", "MARKS", "MASKED", "MODEL_STYLES", "SEQUENTIAL",
+           "SERIES", "VALUES", "WEIGHTS", "highlight_halo"]
 
 WEIGHTS = "Oranges"     # attention weights in [0, 1]: white = ignored, dark = attended
 VALUES = "Blues"        # other unsigned values in a matrix (draw_matrix's default)
@@ -26,6 +26,9 @@ DIVERGING = "RdBu_r"    # signed values with vmin = -vmax: blue < 0 < red, white
 
 MASKED = "#bdbdbd"      # cells that are -inf (masked) or nan: grey, whatever the map (and "−∞" where annotated)
 HIGHLIGHT = "crimson"   # the chosen row's outline and label (outlines: with highlight_halo)
+# behind highlighted HTML text (the gate explorer's watched unit); the text on it must set its own dark colour,
+# or a dark theme's light text vanishes on it
+HIGHLIGHT_BACKGROUND = "#fde2e2"
 
 # one colour and one marker per model, so curves differ in shape as well as hue
 MODEL_STYLES = {"rnn": ("tab:gray", "v"), "lstm": ("tab:blue", "o"), "gru": ("tab:green", "s"),

@@ -98,8 +98,8 @@ class AttentionPlot:
         self.figure = fig = PNGFigure(figsize=(W, Hgt), dpi=dpi, facecolor="white")
         ax = self._matrix_axes(fig, left, bottom, cell, W, Hgt)
         self.image = draw_matrix(ax, amap.weights[0, 0], [clip_token(t) for t in amap.query_tokens],
-                                 [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=WEIGHTS, vmin=0.0, vmax=1.0,
-                                 xlabel="key (what is read)", ylabel="query (who reads)", fontsize=FONT)
+                                 [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=WEIGHTS, vmin=0.0,
+                                 vmax=1.0, xlabel="key (what is read)", ylabel="query (who reads)", fontsize=FONT)
         every = math.ceil(FONT / (cell * 72))               # long sequences: label every k-th token, not overlapping
         if every > 1:
             ax.set_xticks(range(0, m, every), [clip_token(t) for t in amap.key_tokens][::every], fontsize=FONT,
@@ -160,8 +160,8 @@ class AttentionPlot:
             y0 = bottom + (rows - 1 - r) * (n * cell + gap_y)
             ax = fig.add_axes((x0 / W, y0 / Hgt, m * cell / W, n * cell / Hgt))
             image = draw_matrix(ax, amap.weights[0, h], [clip_token(t) for t in amap.query_tokens],
-                                [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=WEIGHTS, vmin=0.0, vmax=1.0,
-                                fontsize=FONT, label_fontsize=9)
+                                [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=WEIGHTS, vmin=0.0,
+                                vmax=1.0, fontsize=FONT, label_fontsize=9)
             ax.set_xticks(range(0, m, every), [clip_token(t) for t in amap.key_tokens][::every], fontsize=9,
                           rotation=ax.get_xticklabels()[0].get_rotation())
             ax.set_yticks(range(0, n, every), [clip_token(t) for t in amap.query_tokens][::every], fontsize=9)
