@@ -18,7 +18,8 @@ from matplotlib.transforms import Bbox  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from seqlab.widgets import LayeredFigure, PNGFigure, Widget, draw_matrix  # noqa: E402
-from seqlab.widgets.base import MASKED_COLOUR, format_number, text_colour  # noqa: E402
+from seqlab.colours import MASKED  # noqa: E402
+from seqlab.widgets.base import format_number, text_colour  # noqa: E402
 
 TOKENS = ["the", "cat", "sat"]
 
@@ -60,7 +61,7 @@ def test_matrix_shows_every_number_labels_both_axes_and_masked_cells_grey():
     # -inf is masked in the image (drawn in the grey "bad" colour), finite limits come from the finite values
     assert image.get_array().mask[0, 1] and not image.get_array().mask[0, 0]
     assert image.get_clim() == (0.0, 3.0)
-    assert matplotlib.colors.to_hex(image.get_cmap().get_bad()) == MASKED_COLOUR
+    assert matplotlib.colors.to_hex(image.get_cmap().get_bad()) == MASKED
     # text colour follows the cell: white on the darkest (3.0), black on the lightest (0.0) and on grey
     assert texts[(2, 2)].get_color() == "white" and texts[(2, 0)].get_color() == "black"
     assert texts[(0, 1)].get_color() == "black"

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqlab.colours import MODEL_STYLES
 from seqlab.data.synthetic import adding_problem
 from seqlab.device import torch_threads
 from seqlab.models.regressor import SequenceRegressor
@@ -186,9 +187,6 @@ def train_adding(cell: str, config: AddingConfig | None = None, *, progress: boo
     return run
 
 
-COLOURS = {"rnn": "tab:gray", "lstm": "tab:blue", "gru": "tab:green"}
-
-
 def plot_runs(runs: Sequence[MemoryRun], ax=None, *, title: str | None = None):
     """Validation MSE against training step for each run (log scale), with the trivial baseline."""
     import matplotlib.pyplot as plt
@@ -198,7 +196,8 @@ def plot_runs(runs: Sequence[MemoryRun], ax=None, *, title: str | None = None):
     ax = ax if ax is not None else plt.subplots(figsize=(7, 3.6))[1]
     for run in runs:
         h = run.history
-        ax.plot(h.eval_steps, h.eval_loss, "o-", ms=3, color=COLOURS[run.cell],
+        colour, marker = MODEL_STYLES[run.cell]
+        ax.plot(h.eval_steps, h.eval_loss, "-", marker=marker, ms=3, color=colour,
                 label=f"{run.label} (final MSE {run.mse:.3g})")
     baseline = runs[0].baseline["mse"]
     ax.axhline(baseline, color="tab:red", linestyle=":", label=f"always predict 1.0 (MSE {baseline:.3f})")

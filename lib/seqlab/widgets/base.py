@@ -31,13 +31,12 @@ from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from seqlab.colours import HIGHLIGHT, MASKED, VALUES, highlight_halo
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.live import LiveFigure, PNGFigure
 
-__all__ = ["MASKED_COLOUR", "Widget", "draw_matrix", "format_number", "text_colour"]
+__all__ = ["Widget", "draw_matrix", "format_number", "text_colour"]
 
-MASKED_COLOUR = "#d9d9d9"          # cells that are -inf (masked) or nan: grey, whatever the colour map
-HIGHLIGHT_COLOUR = "crimson"
 MIN_FONTSIZE = 9                    # points; the figures are sized so that 1 pt stays >= 1 px at 1280x720
 
 
@@ -89,7 +88,7 @@ def _text_width_pt(text: str, fontsize: float) -> float:
 
 
 def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None, *,
-                annotate: bool | Literal["auto"] = "auto", cmap: str | Colormap = "Blues", vmin: float | None = None,
+                annotate: bool | Literal["auto"] = "auto", cmap: str | Colormap = VALUES, vmin: float | None = None,
                 vmax: float | None = None, fmt: str | Callable[[float], str] | None = None,
                 highlight_row: int | None = None, xlabel: str | None = None, ylabel: str | None = None,
                 title: str | None = None, fontsize: float = 10, label_fontsize: float | None = None):
@@ -123,12 +122,12 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
     if vmax <= vmin:                     # a constant matrix: any colour will do, but not a 0/0
         vmax = vmin + 1.0
     shown = np.where(np.isfinite(values), values, np.nan)      # -inf and nan: "bad" -> the grey face
-    colour_map = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=MASKED_COLOUR)
+    colour_map = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=MASKED)
     # nearest-neighbour resampling of the values, then the colour map: the same pixels as resampling
     # colours for cells this size, at less than half the cost (it is what a head or layer move redraws)
     image = ax.imshow(shown, cmap=colour_map, vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest",
                       interpolation_stage="data")
-    ax.set_facecolor(MASKED_COLOUR)
+    ax.set_facecolor(MASKED)
 
     box = ax.get_position()                                      # in figure fractions
     column_pt = box.width * ax.figure.get_figwidth() * 72 / cols
@@ -161,12 +160,12 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
     ax.tick_params(length=0)
     ax.grid(False)
     if highlight_row is not None:
-        ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), cols, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR,
-                               lw=2.0, clip_on=False, zorder=3))
+        ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), cols, 1, fill=False, edgecolor=HIGHLIGHT,
+                               lw=2.0, clip_on=False, zorder=3, path_effects=highlight_halo(2.0)))
         if highlight_row % row_every == 0:                       # its label is shown
             label = ax.get_yticklabels()[highlight_row // row_every]
             label.set_fontweight("bold")
-            label.set_color(HIGHLIGHT_COLOUR)
+            label.set_color(HIGHLIGHT)
     if xlabel:
         ax.set_xlabel(xlabel, fontsize=fontsize)
     if ylabel:

@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from seqlab.nn.positional import frequencies, rotate_pairs, sinusoidal_rotation, sinusoidal_table
+from seqlab.colours import DIVERGING
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.base import Widget, draw_matrix, text_colour
 from seqlab.widgets.layered import LayeredFigure
@@ -39,8 +40,6 @@ from seqlab.widgets.live import PNGFigure
 __all__ = ["PositionalExplorer", "PositionalPlot", "ShiftRotation", "describe_positional", "dimension_wave",
            "random_learned_table",
            "rope_similarity", "shift_rotation", "sinusoidal_similarity", "table_similarity"]
-
-SIMILARITY_CMAP = "RdBu_r"
 
 
 # -- compute -----------------------------------------------------------------------------------------
@@ -254,7 +253,7 @@ class PositionalPlot:
         # through every tick label's extent that it does at each full draw to find that out
         self.wave_title = self.ax_wave.set_title("", fontsize=fs, y=1.0)
         self.sim_rows = [ax.axhline(0, color="black", lw=1.0, ls="--") for ax in self.ax_sim]
-        draw_matrix(self.ax_rot, np.eye(2), ["sin", "cos"], ["sin", "cos"], annotate=True, cmap=SIMILARITY_CMAP,
+        draw_matrix(self.ax_rot, np.eye(2), ["sin", "cos"], ["sin", "cos"], annotate=True, cmap=DIVERGING,
                     vmin=-1, vmax=1, fmt="+.3f", fontsize=fs)
         self.rot_image = self.ax_rot.images[0]
         self.rot_texts = list(self.ax_rot.texts)
@@ -285,7 +284,7 @@ class PositionalPlot:
         for ax, values, title in panels:
             if self.sizes is None:               # the first picture: draw_matrix sets the style ...
                 labels = ("dimension", "position") if ax is self.ax_pe else ("position n", "position m")
-                draw_matrix(ax, values, annotate=False, cmap=SIMILARITY_CMAP, vmin=-1, vmax=1, xlabel=labels[0],
+                draw_matrix(ax, values, annotate=False, cmap=DIVERGING, vmin=-1, vmax=1, xlabel=labels[0],
                             ylabel=labels[1], title=title, fontsize=fs)
                 ax.set_title(title, fontsize=fs, y=1.0)
             else:                                # ... later sizes only swap the numbers (much faster)

@@ -21,6 +21,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
+from seqlab.colours import VALUES, WEIGHTS
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.base import Widget, draw_matrix
 from seqlab.widgets.live import PNGFigure
@@ -178,7 +179,7 @@ def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
     cell_fontsize = CELL_FONTSIZE if cell >= 0.55 else 11
     for ax, (values, title, row_labels, col_labels, names) in zip(np.atleast_1d(axes), panels):
         is_weights = values is steps.weights
-        draw_matrix(ax, values, row_labels, col_labels, annotate=True, cmap="Oranges" if is_weights else "Blues",
+        draw_matrix(ax, values, row_labels, col_labels, annotate=True, cmap=WEIGHTS if is_weights else VALUES,
                     vmin=0.0 if is_weights else -lim, vmax=1.0 if is_weights else lim, fontsize=cell_fontsize,
                     label_fontsize=LABEL_FONTSIZE)
         ax.set_title(title, fontsize=LABEL_FONTSIZE)

@@ -18,16 +18,16 @@ from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
+from seqlab.colours import HIGHLIGHT, WEIGHTS, highlight_halo
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.attention.compute import (AttentionMap, HeadSummary, check_view, clip_token, summarize_head,
                                               top_attended)
-from seqlab.widgets.base import HIGHLIGHT_COLOUR, draw_matrix, text_colour
+from seqlab.widgets.base import draw_matrix, text_colour
 from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
 __all__ = ["AttentionPlot", "clip_token", "draw_attention"]
 
-CMAP = "Oranges"
 FONT = 10                 # points: tick labels and text (>= 9 pt at 1280x720, where 1 pt >= 1 px)
 CHAR_IN = 0.6 * FONT / 72  # about one character's width in inches
 
@@ -56,7 +56,7 @@ class AttentionPlot:
                  summaries: dict[int, Sequence[HeadSummary]] | None = None):
         self.amap, self.all_heads, self.top = amap, all_heads, top
         self._summaries = summaries if summaries is not None else {}      # layer -> per head; may be shared
-        self.norm, self.cmap = Normalize(0.0, 1.0), colormaps[CMAP]
+        self.norm, self.cmap = Normalize(0.0, 1.0), colormaps[WEIGHTS]
         self.view: tuple[int, int, int] | None = None
         (self._build_grid if all_heads else self._build_single)(dpi)
         # the last few views' pixels are kept: flipping between two heads or layers draws no heatmap again
@@ -94,8 +94,8 @@ class AttentionPlot:
         self.figure = fig = PNGFigure(figsize=(W, Hgt), dpi=dpi, facecolor="white")
         ax = self._matrix_axes(fig, left, bottom, cell, W, Hgt)
         self.image = draw_matrix(ax, amap.weights[0, 0], [clip_token(t) for t in amap.query_tokens],
-                                 [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=CMAP, vmin=0.0, vmax=1.0,
-                                 xlabel="key (what is read)", ylabel="query (who reads)", fontsize=FONT)
+                                 [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=WEIGHTS, vmin=0.0,
+                                 vmax=1.0, xlabel="key (what is read)", ylabel="query (who reads)", fontsize=FONT)
         every = math.ceil(FONT / (cell * 72))               # long sequences: label every k-th token, not overlapping
         if every > 1:
             ax.set_xticks(range(0, m, every), [clip_token(t) for t in amap.key_tokens][::every], fontsize=FONT,
@@ -122,15 +122,15 @@ class AttentionPlot:
                                      linespacing=1.45)
         self.view_artists = [self.image, self.title, self.summary]
         # the chosen row: an outline, the weights written in, the query's label again in red
-        self.row_box = ax.add_patch(Rectangle((-0.5, -0.5), m, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR, lw=2.2,
-                                              clip_on=False, zorder=3))
+        self.row_box = ax.add_patch(Rectangle((-0.5, -0.5), m, 1, fill=False, edgecolor=HIGHLIGHT, lw=2.2,
+                                              clip_on=False, zorder=3, path_effects=highlight_halo(2.2)))
         # the row's weights in its cells where ".42" fits (else the list says them)
         self.row_texts = [ax.text(j, 0, "", ha="center", va="center", fontsize=9 if cell >= 0.3 else 8, zorder=4)
                           for j in range(m if cell >= 0.22 else 0)]
         pad = ScaledTranslation(-rcParams["ytick.major.pad"] / 72, 0, fig.dpi_scale_trans)   # where tick labels end
         blend = blended_transform_factory(ax.transAxes, ax.transData) + pad
         self.row_label = ax.text(0, 0, "", transform=blend, ha="right", va="center", fontsize=FONT,
-                                 fontweight="bold", color=HIGHLIGHT_COLOUR, zorder=4,
+                                 fontweight="bold", color=HIGHLIGHT, zorder=4,
                                  bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
         self.step_artists = [self.row_box, *self.row_texts, self.row_label, self.listing, self.list_tokens,
                              self.list_weights]
@@ -156,8 +156,8 @@ class AttentionPlot:
             y0 = bottom + (rows - 1 - r) * (n * cell + gap_y)
             ax = fig.add_axes((x0 / W, y0 / Hgt, m * cell / W, n * cell / Hgt))
             image = draw_matrix(ax, amap.weights[0, h], [clip_token(t) for t in amap.query_tokens],
-                                [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=CMAP, vmin=0.0, vmax=1.0,
-                                fontsize=FONT, label_fontsize=9)
+                                [clip_token(t) for t in amap.key_tokens], annotate=False, cmap=WEIGHTS, vmin=0.0,
+                                vmax=1.0, fontsize=FONT, label_fontsize=9)
             ax.set_xticks(range(0, m, every), [clip_token(t) for t in amap.key_tokens][::every], fontsize=9,
                           rotation=ax.get_xticklabels()[0].get_rotation())
             ax.set_yticks(range(0, n, every), [clip_token(t) for t in amap.query_tokens][::every], fontsize=9)
@@ -169,8 +169,9 @@ class AttentionPlot:
                 ax.set_ylabel("query", fontsize=FONT)
                 ax.set_xlabel("key", fontsize=FONT)
             self.titles.append(ax.set_title("", fontsize=9, loc="left", pad=5))   # clear of the thick frame
-            self.boxes.append(ax.add_patch(Rectangle((-0.5, -0.5), m, 1, fill=False, edgecolor=HIGHLIGHT_COLOUR,
-                                                     lw=1.6, clip_on=False, zorder=3)))
+            self.boxes.append(ax.add_patch(Rectangle((-0.5, -0.5), m, 1, fill=False, edgecolor=HIGHLIGHT,
+                                                     lw=1.6, clip_on=False, zorder=3,
+                                                     path_effects=highlight_halo(1.6))))
             self.frames.append(ax.add_patch(Rectangle((0, 0), 1, 1, transform=ax.transAxes, fill=False,
                                                       edgecolor="black", lw=3.0, clip_on=False, zorder=3)))
             self.axes.append(ax)
@@ -180,7 +181,7 @@ class AttentionPlot:
         # the chosen query's label in red left of each row of the grid (labels may be every other one)
         pad = ScaledTranslation(-rcParams["ytick.major.pad"] / 72, 0, fig.dpi_scale_trans)
         self.row_labels = [ax.text(0, 0, "", transform=blended_transform_factory(ax.transAxes, ax.transData) + pad,
-                                   ha="right", va="center", fontsize=9, fontweight="bold", color=HIGHLIGHT_COLOUR,
+                                   ha="right", va="center", fontsize=9, fontweight="bold", color=HIGHLIGHT,
                                    zorder=4, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
                            for h, ax in enumerate(self.axes) if h % cols == 0]
         self.view_artists = [*self.images, *self.titles, self.title]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 import torch
 
+from seqlab.colours import HIGHLIGHT, HIGHLIGHT_BACKGROUND
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.base import Widget
 from seqlab.widgets.gates.compute import (DEFAULT_GATE, QUANTITIES, GateRecord, describe_gates, gate_record,
@@ -70,7 +71,7 @@ def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: s
         lines.append(f"<div>next-character guess: {guesses}</div>")
     names = [n for n in ("i", "f", "g", "o", "r", "z", "n", "a", "c", "h") if n in record.values]
     cell = "padding:1px 5px;text-align:right"
-    marked = "background:#fde2e2;"
+    marked = f"background:{HIGHLIGHT_BACKGROUND};color:black;"     # dark text on it in a dark theme too
 
     def style(u: int) -> str:
         return f"style='{marked if u == mark else ''}{cell}'"
@@ -83,7 +84,7 @@ def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: s
                          for u in shown)
         weight = "font-weight:bold;" if name == gate else ""
         rows.append(f"<tr style='{weight}'><td style='padding:1px 5px;text-align:left' title='{html.escape(description)}'>"
-                    f"{name} <span style='color:#666'>{html.escape(description.split(' ')[0])}</span></td>{values}</tr>")
+                    f"{name} <span style='opacity:0.65'>{html.escape(description.split(' ')[0])}</span></td>{values}</tr>")
     more = ""
     if stop - start > len(shown):
         more = f"<div>units {shown[0]}–{shown[-1]} of the selected {start}–{stop - 1}</div>"
@@ -99,7 +100,8 @@ def text_tape(record: GateRecord, step: int) -> str:
     slider's axis written out in characters."""
     first = min(max(step - TAPE_CHARS // 2, 0), max(record.steps - TAPE_CHARS, 0))   # a long text: a window
     chars = [html.escape(visible_char(ch)) for ch in record.chars[first:first + TAPE_CHARS]]
-    chars[step - first] = f"<b style='color:crimson;text-decoration:underline;background:#fde2e2'>{chars[step - first]}</b>"
+    chars[step - first] = (f"<b style='color:{HIGHLIGHT};text-decoration:underline;background:{HIGHLIGHT_BACKGROUND}'>"
+                           f"{chars[step - first]}</b>")
     before = "…" if first > 0 else ""
     after = "…" if first + TAPE_CHARS < record.steps else ""
     return (f"<div style='font-family:monospace;font-size:13px;white-space:pre;overflow:hidden'>"

@@ -14,14 +14,13 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import Bbox, ScaledTranslation, blended_transform_factory
 
+from seqlab.colours import DIVERGING, HIGHLIGHT, SEQUENTIAL
 from seqlab.notebook import FIGURE_DPI
 from seqlab.widgets.gates.compute import DEFAULT_GATE, QUANTITIES, GateRecord, visible_char
 from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
 __all__ = ["GateFigure", "GatePlot", "draw_gates"]
-
-SEQUENTIAL_CMAP, DIVERGING_CMAP = "viridis", "RdBu_r"
 
 
 def _limit(record: GateRecord, name: str) -> tuple[float, float]:
@@ -94,7 +93,7 @@ class GatePlot:
         for row, panel in enumerate(self.panels):
             ax = fig.add_subplot(grid[row, 0])
             image = ax.imshow(np.zeros((1, T)), aspect="auto", interpolation="nearest",
-                              extent=(-0.5, T - 0.5, 0.5, -0.5), cmap=DIVERGING_CMAP)
+                              extent=(-0.5, T - 0.5, 0.5, -0.5), cmap=DIVERGING)
             ax.set_xlim(-0.5, T - 0.5)
             colorbar = fig.colorbar(image, cax=fig.add_subplot(grid[row, 1]))
             colorbar.ax.tick_params(labelsize=8)
@@ -142,7 +141,7 @@ class GatePlot:
         shift = ScaledTranslation(0, -4 / 72, fig.dpi_scale_trans)  # the tick labels' pad: 4 points
         self.step_label = bottom.text(0, 0, "", transform=blended_transform_factory(bottom.transData,
                                                                                     bottom.transAxes) + shift,
-                                      ha="center", va="top", fontsize=9, family="monospace", color="crimson",
+                                      ha="center", va="top", fontsize=9, family="monospace", color=HIGHLIGHT,
                                       fontweight="bold", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         self.header = fig.text(self.LEFT / self.WIDTH, 1 - 0.08 / height, "", fontsize=11, va="top", ha="left")
         self.dynamic += [self.step_label, self.header]
@@ -157,7 +156,7 @@ class GatePlot:
     def _set_quantity(self, row: int, name: str) -> None:
         """Point panel ``row`` at quantity ``name``: colour map, limits, title."""
         limits = _limit(self.record, name)
-        cmap = SEQUENTIAL_CMAP if QUANTITIES[name][2] == "sigmoid" else DIVERGING_CMAP
+        cmap = SEQUENTIAL if QUANTITIES[name][2] == "sigmoid" else DIVERGING
         image = self.images[row]
         # each change lays the colour bar out again (about 9 ms): once for both, and not at all
         # when they stay (i -> f)
