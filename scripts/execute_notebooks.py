@@ -33,6 +33,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from testbed import worker_threads  # noqa: E402  (the repository root's shared settings, standard library only)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule)
@@ -79,7 +82,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     os.environ["SEQLAB_DEVICE"] = args.device
     # One notebook at a time, with all of torch's threads: no OMP_WAIT_POLICY=PASSIVE here (alone, it made
-    # notebook 3's loop of small steps 4x slower; see testbed.worker_threads for side-by-side runs).
+    # notebook 3's loop of small steps 4x slower). Side by side, the cores are shared out among the kernels
+    # (testbed.worker_threads): two kernels of 2 spinning threads each on 2 cores ran 4x slower.
+    if args.jobs > 1:
+        os.environ.update(worker_threads(dict(os.environ), args.jobs))
     paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

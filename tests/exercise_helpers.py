@@ -1,4 +1,5 @@
-"""What the per-notebook exercise tests share: the feedback a wrong answer gets, checked for form.
+"""What the per-notebook exercise tests share: the feedback a wrong answer gets, checked for form, and the
+error a missing or malformed measurement raises.
 
 pytest puts tests/ on ``sys.path`` (rootdir-relative "prepend" imports), so the test files
 import this module as ``from exercise_helpers import failure_message``.
@@ -6,16 +7,18 @@ import this module as ``from exercise_helpers import failure_message``.
 
 from __future__ import annotations
 
+import pytest
+
 from seqlab.exercises import check
 
 
-def failure_message(name: str, fn) -> str:
+def failure_message(name: str, fn, *, measured=None) -> str:
     """The checker's text for a wrong ``fn``; fails the test if ``fn`` passes or the hint is not one short line.
 
     A hint summarises tensors (shape, dtype, first differing entry) and never prints a tensor's
-    repr, which would run over several lines in a notebook.
+    repr, which would run over several lines in a notebook. ``measured`` goes to :func:`check`.
     """
-    result = check(name, fn)
+    result = check(name, fn, measured=measured)
     assert not result, f"{name}: the wrong answer passed the checker"
     text = repr(result)
     assert "FAIL" in text, f"{name}: a failure must say FAIL in words (❌ is a blank box without an emoji font)"
@@ -23,3 +26,10 @@ def failure_message(name: str, fn) -> str:
         hint = text.split("Hint: ", 1)[1]
         assert "\n" not in hint and "tensor(" not in hint, f"{name}: the hint prints a tensor or runs over lines: {hint!r}"
     return text
+
+
+def measurement_error(name: str, measured, error: type[Exception]) -> str:
+    """The text of the ``error`` that checking a prediction against the malformed ``measured`` (or None) raises."""
+    with pytest.raises(error) as raised:
+        check(name, lambda: None, measured=measured)
+    return str(raised.value)

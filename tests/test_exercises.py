@@ -12,7 +12,11 @@ from seqlab.exercises import EXERCISES, NOTEBOOK_MODULES, check, exercises_of
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-@pytest.mark.parametrize("name", sorted(EXERCISES))
+UNMEASURED = sorted(name for name, ex in EXERCISES.items() if ex.measured is None)
+MEASURED = sorted(name for name, ex in EXERCISES.items() if ex.measured is not None)   # solutions: in test_exercises_nbNN
+
+
+@pytest.mark.parametrize("name", UNMEASURED)
 def test_reference_solution_passes_and_unfinished_work_is_named(name):
     assert check(name, EXERCISES[name].reference)
 
@@ -34,6 +38,21 @@ def test_each_exercise_module_belongs_to_a_notebook_that_checks_all_of_its_exerc
         assert f'check("{name}"' in code, f"{notebook.name} never calls check({name!r}, ...)"
 
 
+@pytest.mark.parametrize("name", MEASURED)
+def test_a_prediction_checked_without_its_measurement_says_which_cell_to_run_and_what_to_pass(name):
+    measured = EXERCISES[name].measured
+    with pytest.raises(TypeError) as error:
+        check(name, lambda: None)
+    assert f"run {measured.where}, then pass measured={measured.what}" in str(error.value)
+    with pytest.raises((TypeError, ValueError), match=f"^{name}: the measurement does not fit .*; run "):
+        check(name, lambda: None, measured="a string, not a measurement")
+
+
+def test_an_exercise_without_a_measurement_refuses_one():
+    with pytest.raises(TypeError, match=r"perplexity is checked without a measurement: call check\('perplexity', "):
+        check("perplexity", lambda *args: 1.0, measured=(0.5, 0.5))
+
+
 def test_unknown_exercise_lists_the_known_ones():
     with pytest.raises(KeyError, match="no exercise named 'nope'; known: "):
         check("nope", print)
@@ -48,7 +67,7 @@ def test_importing_or_checking_exercises_leaves_torchs_global_generator_alone():
 
     code = ("import torch; torch.manual_seed(0); s = torch.get_rng_state().clone(); "
             "import seqlab.exercises as e; from seqlab.exercises import check, EXERCISES; "
-            "[check(n, ex.reference) for n, ex in EXERCISES.items()]; "
+            "[check(n, ex.reference) for n, ex in EXERCISES.items() if ex.measured is None]; "
             "assert torch.equal(s, torch.get_rng_state()), 'the global generator moved'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -8,7 +8,7 @@ import torch
 from seqlab.decoding import beam_search
 from seqlab.exercises import EXERCISES, check
 
-from exercise_helpers import failure_message
+from exercise_helpers import failure_message, measurement_error
 
 
 def _inputs_unshifted(tgt_in, predictions, use_own):
@@ -55,13 +55,11 @@ def test_scheduled_inputs_reference_is_what_free_running_decoding_reads():
         assert torch.allclose(model(src, src_lengths, inputs), free, atol=1e-6)
 
 
-@pytest.fixture
-def measured_day_errors():
-    from seqlab.exercises import nb07_seq2seq
-
-    nb07_seq2seq.record_day_errors(0.0205, 0.0210, 0.0385)
-    yield
-    nb07_seq2seq.FREE_RUNNING_DAY._value = None          # other tests see the state of a fresh session
+def exposure_errors(tens_teacher_forced=0.0205, units_teacher_forced=0.0210, units_free_running=0.0385):
+    """Section 7's measurement as the notebook makes it: error rates at the 11 output positions, by mode."""
+    teacher_forced, free_running = torch.zeros(11), torch.zeros(11)
+    teacher_forced[8], teacher_forced[9], free_running[9] = tens_teacher_forced, units_teacher_forced, units_free_running
+    return {"teacher-forced": teacher_forced, "free running": free_running}
 
 
 @pytest.mark.parametrize("prediction, hint", [
@@ -71,18 +69,33 @@ def measured_day_errors():
     (4.0, "not a percentage"),
     (None, "as a number"),
 ])
-def test_predict_day_error_judges_the_prediction_against_the_measurement(measured_day_errors, prediction, hint):
-    assert hint in failure_message("predict_day_error", lambda: prediction)
-    assert "3.85%" in failure_message("predict_day_error", lambda: prediction) or prediction in (4.0, None)
+def test_predict_day_error_judges_the_prediction_against_the_measurement(prediction, hint):
+    message = failure_message("predict_day_error", lambda: prediction, measured=exposure_errors())
+    assert hint in message
+    assert "3.85%" in message or prediction in (4.0, None)
 
 
-def test_predict_day_error_accepts_within_one_point(measured_day_errors):
-    assert check("predict_day_error", lambda: 0.045) and check("predict_day_error", lambda: 0.03)
-    assert not check("predict_day_error", lambda: 0.0499)
+def test_predict_day_error_accepts_within_one_point():
+    measured = exposure_errors()
+    assert check("predict_day_error", lambda: 0.045, measured=measured)
+    assert check("predict_day_error", lambda: 0.03, measured=measured)
+    assert check("predict_day_error", lambda: 0.0385, measured=measured)             # the solution: the measurement
+    assert not check("predict_day_error", lambda: 0.0499, measured=measured)
 
 
-def test_predict_day_error_before_the_measurement_says_what_to_run():
-    assert "nothing measured yet: run section 7" in failure_message("predict_day_error", lambda: 0.04)
+@pytest.mark.parametrize("measured, error, says", [
+    (None, TypeError, "judges your prediction against the notebook's measurement"),
+    ({"teacher-forced": torch.zeros(11)}, ValueError, "it has no 'free running' error rates"),
+    ({"teacher-forced": torch.zeros(11), "free running": torch.zeros(10)}, ValueError,
+     "exposure_errors['free running'] should hold 11 error rates (yyyy-mm-dd and <eos>), got 10"),
+    ({"teacher-forced": torch.zeros(11), "free running": 0.04}, TypeError,
+     "exposure_errors['free running'] should hold one error rate per output position, got float"),
+    ((0.02, 0.04), TypeError, "expected a dict of error rates by mode, got tuple"),
+])
+def test_predict_day_error_without_its_measurement_says_which_cell_to_run(measured, error, says):
+    message = measurement_error("predict_day_error", measured, error)
+    assert says in message
+    assert "run section 7's cell that measures the errors free running, then pass measured=exposure_errors" in message
 
 
 @pytest.mark.parametrize("wrong, hint", [

@@ -11,7 +11,7 @@ from seqlab.exercises import EXERCISES, check
 from seqlab.metrics import modified_precision
 from seqlab.nn.attention import Attention
 
-from exercise_helpers import failure_message
+from exercise_helpers import failure_message, measurement_error
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -66,13 +66,7 @@ def test_references_agree_with_the_library():
             modified_precision(candidate, [reference], n)
 
 
-@pytest.fixture
-def measured_reversal():
-    from seqlab.exercises import nb08_attention
-
-    nb08_attention.record_reversal_24(0.27, 0.84)
-    yield
-    nb08_attention.REVERSAL_24._value = None          # other tests see the state of a fresh session
+MEASURED = (0.27, 0.84)                 # section 5's (fixed_acc[24], att_acc[24])
 
 
 @pytest.mark.parametrize("prediction, hint", [
@@ -83,16 +77,27 @@ def measured_reversal():
     ((27, 84), "not percentages"),
     (0.5, "put two shares"),
 ])
-def test_predict_reversal_24_judges_against_the_measurement(measured_reversal, prediction, hint):
-    message = failure_message("predict_reversal_24", lambda: prediction)
+def test_predict_reversal_24_judges_against_the_measurement(prediction, hint):
+    message = failure_message("predict_reversal_24", lambda: prediction, measured=MEASURED)
     assert hint in message and ("measured 27% without attention and 84% with" in message or not isinstance(prediction, tuple)
                                 or max(prediction) > 1)
 
 
-def test_predict_reversal_24_accepts_within_ten_points(measured_reversal):
-    assert check("predict_reversal_24", lambda: (0.3, 0.9)) and check("predict_reversal_24", lambda: [0.2, 0.8])
-    assert not check("predict_reversal_24", lambda: (0.3, 0.95))
+def test_predict_reversal_24_accepts_within_ten_points():
+    assert check("predict_reversal_24", lambda: MEASURED, measured=MEASURED)          # the solution: the measurement
+    assert check("predict_reversal_24", lambda: (0.3, 0.9), measured=MEASURED)
+    assert check("predict_reversal_24", lambda: [0.2, 0.8], measured=list(MEASURED))
+    assert not check("predict_reversal_24", lambda: (0.3, 0.95), measured=MEASURED)
 
 
-def test_predict_reversal_24_before_the_measurement_says_what_to_run():
-    assert "nothing measured yet: run section 5" in failure_message("predict_reversal_24", lambda: (0.3, 0.9))
+@pytest.mark.parametrize("measured, error, says", [
+    (None, TypeError, "judges your prediction against the notebook's measurement"),
+    (0.84, TypeError, "expected two numbers, got 0.84"),
+    ((0.27, 0.84, 0.5), TypeError, "expected two numbers"),
+    ((27.0, 84.0), ValueError, "expected two shares between 0 and 1, got (27.0, 84.0)"),
+])
+def test_predict_reversal_24_without_its_measurement_says_which_cell_to_run(measured, error, says):
+    message = measurement_error("predict_reversal_24", measured, error)
+    assert says in message
+    assert ("run section 5's cell that prints the table by length, then pass measured=(fixed_acc[24], att_acc[24])"
+            in message)

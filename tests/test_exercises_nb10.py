@@ -8,33 +8,31 @@ import pytest
 import torch
 
 from seqlab.exercises import EXERCISES, check, exercises_of
-from seqlab.exercises.nb10_multihead import ONE_HEAD, measure_costs, record_one_head
+from seqlab.exercises.nb10_multihead import measure_costs
 from seqlab.nn.multihead import MultiheadAttention
 
-from exercise_helpers import failure_message
+from exercise_helpers import failure_message, measurement_error
+
+
+MEASURED = (1.0, 0.99)                  # section 5's (one_left, one_right)
 
 
 def test_the_references_pass():
     assert set(exercises_of("nb10")) == {"predict_one_head", "cross_attention", "predict_costs"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb10").items())
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb10").items() if name != "predict_one_head")
+    assert check("predict_one_head", lambda: MEASURED, measured=MEASURED)          # the solution: the measurement
 
 
 # -- predict, then measure: one head ------------------------------------------------------------------------
-@pytest.fixture
-def measured_one_head():
-    saved = ONE_HEAD._value
-    record_one_head(1.0, 0.99)
-    yield
-    ONE_HEAD._value = saved
-
-
-def test_one_head_before_the_measurement_says_run_it_first():
-    saved = ONE_HEAD._value
-    ONE_HEAD._value = None
-    try:
-        assert "nothing measured yet" in failure_message("predict_one_head", lambda: (0.5, 0.5))
-    finally:
-        ONE_HEAD._value = saved
+@pytest.mark.parametrize("measured, error, says", [
+    (None, TypeError, "judges your prediction against the notebook's measurement"),
+    (0.99, TypeError, "expected two numbers, got 0.99"),
+    ((100.0, 99.0), ValueError, "expected two shares between 0 and 1"),
+])
+def test_one_head_without_its_measurement_says_which_cell_to_run(measured, error, says):
+    message = measurement_error("predict_one_head", measured, error)
+    assert says in message
+    assert "run section 5's cell that trains one head, then pass measured=(one_left, one_right)" in message
 
 
 @pytest.mark.parametrize("prediction, hint", [
@@ -45,25 +43,20 @@ def test_one_head_before_the_measurement_says_run_it_first():
     ((1.0, 0.7), "unequal weights"),
     ("high", "put two shares in my_prediction"),
 ])
-def test_one_head_hints(measured_one_head, prediction, hint):
-    text = failure_message("predict_one_head", lambda: prediction)
+def test_one_head_hints(prediction, hint):
+    text = failure_message("predict_one_head", lambda: prediction, measured=MEASURED)
     assert hint in text
     if isinstance(prediction, tuple) and max(prediction) <= 1:
         assert "measured 100% (left) and 99% (right)" in text
 
 
-def test_one_head_prediction_within_ten_points_passes(measured_one_head):
-    assert check("predict_one_head", lambda: (0.95, 0.92))
-    assert not check("predict_one_head", lambda: (0.95, 0.85))
+def test_one_head_prediction_within_ten_points_passes():
+    assert check("predict_one_head", lambda: (0.95, 0.92), measured=MEASURED)
+    assert not check("predict_one_head", lambda: (0.95, 0.85), measured=MEASURED)
 
 
 def test_one_head_too_high_is_told_so():
-    saved = ONE_HEAD._value
-    record_one_head(0.6, 0.55)
-    try:
-        assert "cannot beat two heads" in failure_message("predict_one_head", lambda: (1.0, 1.0))
-    finally:
-        ONE_HEAD._value = saved
+    assert "cannot beat two heads" in failure_message("predict_one_head", lambda: (1.0, 1.0), measured=(0.6, 0.55))
 
 
 # -- cross-attention ----------------------------------------------------------------------------------------

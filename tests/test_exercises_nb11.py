@@ -13,12 +13,16 @@ from seqlab.exercises.nb11_positional import ROPE_MISTAKES, _rope_head_variant, 
 from seqlab.nn.attention import attend
 from seqlab.nn.positional import ALiBi, RotaryPositionalEncoding, rotate_pairs, frequencies, sinusoidal_table
 
-from exercise_helpers import failure_message
+from exercise_helpers import failure_message, measurement_error
+
+# section 9's measurement, accuracy_at_64
+ACCURACY_AT_64 = {"none": 0.43, "sinusoidal": 0.32, "learned": 0.31, "rope": 0.65, "alibi": 0.98}
 
 
 def test_references_pass_and_agree_with_seqlab():
-    for name in ("rope_head", "predict_slowest_wavelength", "predict_alibi_self_weight", "predict_extrapolation"):
+    for name in ("rope_head", "predict_slowest_wavelength", "predict_alibi_self_weight"):
         assert check(name, EXERCISES[name].reference)
+    assert check("predict_extrapolation", lambda: {"alibi"}, measured=ACCURACY_AT_64)   # the solution: alibi alone
     # rope_head is seqlab's RoPE inside seqlab's attention
     x, W_Q, W_K, W_V, start = EXERCISES["rope_head"].cases[1].args
     q, k, v = x @ W_Q, x @ W_K, x @ W_V
@@ -128,16 +132,10 @@ def test_the_prediction_is_judged_against_the_measurement():
     assert "as a number" in failure_message("predict_alibi_self_weight", lambda: True)
 
 
-@pytest.fixture
-def measured_extrapolation():
-    nb11.record_extrapolation({"none": 0.43, "sinusoidal": 0.32, "learned": 0.31, "rope": 0.65, "alibi": 0.98})
-    yield
-    nb11.EXTRAPOLATION._value = None          # other tests see the state of a fresh session
-
-
-def test_extrapolation_accepts_the_measured_set(measured_extrapolation):
-    assert check("predict_extrapolation", lambda: {"alibi"})
-    assert check("predict_extrapolation", lambda: ["ALiBi"])
+def test_extrapolation_accepts_the_measured_set():
+    assert check("predict_extrapolation", lambda: {"alibi"}, measured=ACCURACY_AT_64)
+    assert check("predict_extrapolation", lambda: ["ALiBi"], measured=ACCURACY_AT_64)
+    assert check("predict_extrapolation", lambda: set(), measured=ACCURACY_AT_64 | {"alibi": 0.85})
 
 
 @pytest.mark.parametrize("prediction, hints", [
@@ -151,16 +149,20 @@ def test_extrapolation_accepts_the_measured_set(measured_extrapolation):
     ("alibi", ["put a set of names"]),
     (None, ["put a set of names"]),
 ])
-def test_extrapolation_hints(measured_extrapolation, prediction, hints):
-    message = failure_message("predict_extrapolation", lambda: prediction)
+def test_extrapolation_hints(prediction, hints):
+    message = failure_message("predict_extrapolation", lambda: prediction, measured=ACCURACY_AT_64)
     for hint in hints:
         assert hint in message
 
 
-def test_extrapolation_before_the_measurement_says_what_to_run():
-    assert "nothing measured yet: run section 9's training cell" in failure_message("predict_extrapolation", lambda: {"alibi"})
-
-
-def test_record_extrapolation_wants_every_encoding():
-    with pytest.raises(ValueError, match="one accuracy per encoding"):
-        nb11.record_extrapolation({"rope": 0.5})
+@pytest.mark.parametrize("measured, error, says", [
+    (None, TypeError, "judges your prediction against the notebook's measurement"),
+    ({"rope": 0.5}, ValueError,
+     "expected one accuracy per encoding, none, sinusoidal, learned, rope, alibi; got the keys rope"),
+    ([0.43, 0.32, 0.31, 0.65, 0.98], TypeError, "expected a dict of accuracies by encoding, got list"),
+    (ACCURACY_AT_64 | {"alibi": 98.0}, ValueError, "expected accuracies between 0 and 1"),
+])
+def test_extrapolation_without_its_measurement_says_which_cell_to_run(measured, error, says):
+    message = measurement_error("predict_extrapolation", measured, error)
+    assert says in message
+    assert "run section 9's training cell, then pass measured=accuracy_at_64" in message

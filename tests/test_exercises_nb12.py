@@ -103,12 +103,7 @@ def test_the_cross_attention_sublayer_reference_is_the_decoder_layers_second_sub
         padding = torch.tensor([[False] * 5, [False] * 2 + [True] * 3])
         got = EXERCISES["cross_attention_sublayer"].reference(y, memory, padding, layer.multihead_attn, layer.norm2,
                                                               norm_first)
-        if norm_first:
-            c, _ = layer._cross_attention(layer.norm2(y), memory, None, padding, False, False)
-            expected = y + c
-        else:
-            c, _ = layer._cross_attention(y, memory, None, padding, False, False)
-            expected = layer.norm2(y + c)
+        expected, _ = layer.cross_attention_sublayer(y, memory, memory_key_padding_mask=padding)
         assert torch.allclose(got, expected, atol=1e-12)
 
 

@@ -11,13 +11,16 @@ from seqlab.data import IGNORE_INDEX, mask_tokens
 from seqlab.exercises import EXERCISES, check, exercises_of
 from seqlab.exercises.nb14_bert import PAIR_A, PAIR_B, measure_pair_similarities
 
-from exercise_helpers import failure_message
+from exercise_helpers import failure_message, measurement_error
+
+RIGHT_CONTEXT = (0.316, 0.215)          # section 3's measurement: blanks filled with both sides, left side only
 
 
 def test_the_references_pass():
     assert set(exercises_of("nb14")) == {"mask_tokens", "mean_pool", "predict_more_similar", "predict_right_context",
                                          "bert_attention_mask"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb14").items())
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb14").items() if name != "predict_right_context")
+    assert check("predict_right_context", lambda: RIGHT_CONTEXT, measured=RIGHT_CONTEXT)   # the solution: measured
 
 
 def test_the_cases_contain_every_kind_of_chosen_position():
@@ -120,25 +123,30 @@ def test_the_prediction_is_judged_against_the_measurement():
 
 # -- Exercise 1: predict, then measure the right side's worth ---------------------------------------------------
 def test_the_right_context_prediction_is_judged_against_the_measurement():
-    from seqlab.exercises.nb14_bert import RIGHT_CONTEXT, record_right_context
+    def message(prediction):
+        return failure_message("predict_right_context", lambda: prediction, measured=RIGHT_CONTEXT)
 
-    saved = RIGHT_CONTEXT._value
-    try:
-        RIGHT_CONTEXT._value = None
-        assert "nothing measured yet" in failure_message("predict_right_context", lambda: (0.3, 0.2))
-        record_right_context(0.316, 0.215)
-        assert check("predict_right_context", lambda: (0.30, 0.25))
-        assert "put two shares" in failure_message("predict_right_context", lambda: None)
-        assert "not percentages" in failure_message("predict_right_context", lambda: (32, 21))
-        assert "you gave the right side no worth" in failure_message("predict_right_context", lambda: (0.25, 0.3))
-        assert "fills about a third" in failure_message("predict_right_context", lambda: (0.6, 0.2))
-        assert "little better than character frequencies" in failure_message("predict_right_context",
-                                                                            lambda: (0.32, 0.35 + 0.0))
-        assert "beats character frequencies" in failure_message("predict_right_context", lambda: (0.3, 0.05))
-        assert "measured: both sides 0.32, left side only 0.21" in failure_message("predict_right_context",
-                                                                                  lambda: (0.9, 0.9))
-    finally:
-        RIGHT_CONTEXT._value = saved
+    assert check("predict_right_context", lambda: (0.30, 0.25), measured=RIGHT_CONTEXT)
+    assert "put two shares" in message(None)
+    assert "not percentages" in message((32, 21))
+    assert "you gave the right side no worth" in message((0.25, 0.3))
+    assert "fills about a third" in message((0.6, 0.2))
+    assert "little better than character frequencies" in message((0.32, 0.35))
+    assert "beats character frequencies" in message((0.3, 0.05))
+    assert "measured: both sides 0.32, left side only 0.21" in message((0.9, 0.9))
+
+
+@pytest.mark.parametrize("measured, error, says", [
+    (None, TypeError, "judges your prediction against the notebook's measurement"),
+    ({"both": 0.316, "left": 0.215}, TypeError, "expected two numbers"),
+    ((31.6, 21.5), ValueError, "expected two shares between 0 and 1"),
+])
+def test_the_right_context_prediction_without_its_measurement_says_which_cell_to_run(measured, error, says):
+    message = measurement_error("predict_right_context", measured, error)
+    assert says in message
+    assert ("run section 3's cell that fills the held-out blanks, then pass "
+            'measured=(fill["MLM, both sides (16 + 15)"]["accuracy"], fill["MLM, left side only (31)"]["accuracy"])'
+            in message)
 
 
 # -- Exercise 5: BERT's attention mask from padding -------------------------------------------------------------

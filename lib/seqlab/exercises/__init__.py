@@ -8,7 +8,7 @@ imported here, which registers its exercises. ``exercises_of("nb04")`` lists one
 import importlib
 import pkgutil
 
-from seqlab.exercises._core import EXERCISES, Case, CheckResult, Exercise, check, register
+from seqlab.exercises._core import EXERCISES, Case, CheckResult, Exercise, Measured, check, register
 
 NOTEBOOK_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("nb"))
 for _module in NOTEBOOK_MODULES:
@@ -21,4 +21,5 @@ def exercises_of(notebook: str) -> dict[str, Exercise]:
     return {name: ex for name, ex in EXERCISES.items() if ex.reference.__module__.startswith(prefix)}
 
 
-__all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "check", "exercises_of", "register"]
+__all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "check", "exercises_of",
+           "register"]

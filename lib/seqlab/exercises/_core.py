@@ -7,17 +7,22 @@ wrong. A student calls, as the last line of a cell::
     check("perplexity", perplexity)
 
 and sees either that every case passes, or the first case that fails: the input, the expected
-and the returned value, and a hint. Nothing is raised, so a notebook with unfinished exercises
-still runs top to bottom; the result is truthy only when every case passes.
+and the returned value, and a hint. An error in the student's code is reported, not raised, so a
+notebook with unfinished exercises still runs top to bottom; the result is truthy only when every case passes.
 
 Adding an exercise for another notebook: build an :class:`Exercise` and :func:`register` it in
 that notebook's module, ``seqlab/exercises/nbNN_topic.py``; ``seqlab/exercises/__init__.py``
 imports every ``nb*`` module it finds, so a new file is registered without further edits.
 
-"Predict, then measure" exercises judge a prediction against a measurement. The experiment itself
-lives in :mod:`seqlab.experiments` (run once per process, cached), where the notebook reads it too;
-the checker only compares. Where it is a training run the notebook makes with the student's own
-settings, the notebook hands the result to a :class:`Measurement`, which the reference reads back.
+"Predict, then measure" exercises judge a prediction, ``check(name, lambda: my_prediction)``, against a
+measurement; the checker only compares. A fixed experiment lives in :mod:`seqlab.experiments` (run
+once per process, cached), where the notebook reads it too. A run the notebook makes itself (with the
+student's own settings and seeds) is passed to the check with the prediction::
+
+    check("predict_reversal_24", lambda: my_prediction, measured=(fixed_acc[24], att_acc[24]))
+
+The exercise's :class:`Measured` says what to pass and from which cell; its reference and ``diagnose``
+read the measurement as their first argument.
 """
 
 from __future__ import annotations
@@ -43,12 +48,27 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """What a "predict, then measure" exercise needs from the notebook's own run, passed as ``measured=``.
+
+    ``what`` is what to pass, in the notebook's names (``"(one_left, one_right), the one-head model's
+    accuracies"``); ``where`` the cell that measures it; ``parse(value)`` returns the measurement as the
+    reference reads it, or raises TypeError or ValueError saying what is wrong with ``value``.
+    """
+
+    what: str
+    where: str
+    parse: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
 class Exercise:
     """A named exercise: the function signature the student writes, a reference and its cases.
 
     ``diagnose(args, got, expected)`` returns a hint for a recognised mistake, else None;
     ``hint`` is the fallback. ``same(got, expected)`` decides equality (default: numbers within
-    1e-6 relative, other values with ==).
+    1e-6 relative, other values with ==). An exercise judged against the notebook's own run has a
+    ``measured``: the reference and ``diagnose`` then get that measurement before the case's arguments.
     """
 
     name: str
@@ -58,6 +78,7 @@ class Exercise:
     hint: str
     diagnose: Callable[[tuple, Any, Any], str | None] | None = None
     same: Callable[[Any, Any], bool] | None = None
+    measured: Measured | None = None
 
 
 @dataclass(frozen=True)
@@ -117,16 +138,21 @@ def _numbers_close(got: Any, expected: Any) -> bool:
     return got == expected
 
 
-def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
-    """Run ``student_fn`` on every case of exercise ``name`` and report the first failure, with a hint."""
+def check(name: str, student_fn: Callable[..., Any], *, measured: Any = None) -> CheckResult:
+    """Run ``student_fn`` on every case of exercise ``name`` and report the first failure, with a hint.
+
+    ``measured``: the notebook's measurement, for an exercise judged against it (its :class:`Measured`
+    says what to pass); a missing or malformed one raises TypeError or ValueError saying which cell to run.
+    """
     if name not in EXERCISES:
         raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
     ex = EXERCISES[name]
+    given = _measurement(ex, measured)          # () or (the measurement,): what the reference reads first
     if not callable(student_fn):
         return CheckResult(name, False, f"❌ FAIL {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
     same = ex.same or _numbers_close
     for number, case in enumerate(ex.cases, start=1):
-        expected = ex.reference(*copy.deepcopy(case.args))
+        expected = ex.reference(*given, *copy.deepcopy(case.args))
         call = f"{getattr(student_fn, '__name__', name)}({', '.join(_short(a) for a in case.args)})"
         where = f"❌ FAIL {name}, check {number} of {len(ex.cases)} ({case.what})"
         try:
@@ -138,34 +164,28 @@ def check(name: str, student_fn: Callable[..., Any]) -> CheckResult:
             return CheckResult(name, False, f"{where}:\n   {call} raised {type(err).__name__}: {err}\n"
                                             f"   Hint: {case.hint or ex.hint}", number)
         if not same(got, expected):
-            hint = (ex.diagnose(case.args, got, expected) if ex.diagnose else None) or case.hint or ex.hint
+            hint = (ex.diagnose((*given, *case.args), got, expected) if ex.diagnose else None) or case.hint or ex.hint
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
                                             f"got {_short(got)}.\n   Hint: {hint}", number)
     return CheckResult(name, True, f"✅ PASS {name}: all {len(ex.cases)} checks pass.")
 
 
-# -- measurements a notebook hands to a "predict, then measure" checker ------------------------------
-class Measurement:
-    """One named measurement, recorded by a notebook cell and read by a checker."""
-
-    def __init__(self, name: str, where: str):
-        self.name, self.where = name, where     # what is measured; which notebook cell measures it
-        self._value: Any = None
-
-    def record(self, value: Any) -> Any:
-        """Keep ``value`` (the notebook's measurement) for the checker; returns it."""
-        if value is None:
-            raise ValueError(f"{self.name}: record a measured value, got None")
-        self._value = value
-        return value
-
-    def get(self) -> Any:
-        if self._value is None:
-            raise RuntimeError(f"{self.name} has not been measured in this session yet: run {self.where} first, "
-                               "then check your prediction")
-        return self._value
+def _measurement(ex: Exercise, measured: Any) -> tuple:
+    """``(the parsed measurement,)`` for an exercise judged against one, ``()`` for the others; raises on a misfit."""
+    if ex.measured is None:
+        if measured is not None:
+            raise TypeError(f"{ex.name} is checked without a measurement: call check({ex.name!r}, your_function)")
+        return ()
+    pass_it = f"run {ex.measured.where}, then pass measured={ex.measured.what}"
+    if measured is None:
+        raise TypeError(f"{ex.name} judges your prediction against the notebook's measurement: {pass_it}")
+    try:
+        return (ex.measured.parse(measured),)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{ex.name}: the measurement does not fit ({err}); {pass_it}") from None
 
 
+# -- predictions and measurements of two shares -----------------------------------------------------
 def as_pair(got: Any) -> tuple[float, float] | None:
     """A student's prediction of two numbers as a pair of floats, or None if it is not two numbers (a bool is not)."""
     try:
@@ -177,14 +197,19 @@ def as_pair(got: Any) -> tuple[float, float] | None:
         return None
 
 
-def pair_within(tolerance: float) -> Callable[[Any, tuple[float, float] | None], bool]:
-    """``same`` for a predicted pair against a :class:`Measurement`'s pair: each within ``tolerance``.
+def shares_pair(value: Any) -> tuple[float, float]:
+    """A measurement of two shares (0..1) as a pair of floats, for :attr:`Measured.parse`."""
+    pair = as_pair(value)
+    if pair is None:
+        raise TypeError(f"expected two numbers, got {_short(value)}")
+    if not all(0 <= share <= 1 for share in pair):          # also refuses NaN
+        raise ValueError(f"expected two shares between 0 and 1, got {_short(pair)}")
+    return pair
 
-    With nothing measured (the test suite runs the reference alone) only None matches.
-    """
-    def same(got: Any, expected: tuple[float, float] | None) -> bool:
-        if expected is None:
-            return got is None
+
+def pair_within(tolerance: float) -> Callable[[Any, tuple[float, float]], bool]:
+    """``same`` for a predicted pair against a measured pair: each within ``tolerance``."""
+    def same(got: Any, expected: tuple[float, float]) -> bool:
         pair = as_pair(got)
         return pair is not None and all(abs(g - e) <= tolerance for g, e in zip(pair, expected))
     return same

@@ -3,12 +3,13 @@ and a prediction about exposure bias (judged against the notebook's own measurem
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, Measurement, first_difference, register, tensor_hint
+from seqlab.exercises._core import Case, Exercise, Measured, first_difference, register, tensor_hint
 
 BOS, EOS = 1, 2
 
@@ -158,36 +159,47 @@ register(Exercise(
 
 
 # -- 4. predict, then measure: the day's second digit, free running ----------------------------------
-FREE_RUNNING_DAY = Measurement("the date translator's error on the day's digits",
-                               "section 7's cell that measures the errors free running (exposure_errors)")
 TOLERANCE = 0.01          # one percentage point
+MODES = ("teacher-forced", "free running")
+OUTPUT_POSITIONS = 11                       # yyyy-mm-dd and <eos>
+DAY_TENS, DAY_UNITS = 8, 9                  # the day's two digits among them
 
 
-def record_day_errors(tens_teacher_forced: float, units_teacher_forced: float, units_free_running: float) -> None:
-    """The notebook's measurement (shares of the test dates, 0..1): the day's two digits teacher-forced, and
-    the second digit free running."""
-    FREE_RUNNING_DAY.record({"tens_teacher_forced": float(tens_teacher_forced),
-                             "units_teacher_forced": float(units_teacher_forced),
-                             "units_free_running": float(units_free_running)})
+def _day_errors(exposure_errors: Any) -> dict[str, float]:
+    """Section 7's ``exposure_errors``, ``{mode: (11,) error rates by output position}`` for both ``MODES``, as the
+    shares the checker reads: the day's two digits teacher-forced, and its second digit free running."""
+    if not isinstance(exposure_errors, Mapping):
+        raise TypeError(f"expected a dict of error rates by mode, got {type(exposure_errors).__name__}")
+    missing = [mode for mode in MODES if mode not in exposure_errors]
+    if missing:
+        raise ValueError(f"it has no {' and no '.join(repr(mode) for mode in missing)} error rates")
+    rates = {}
+    for mode in MODES:
+        try:
+            rates[mode] = [float(rate) for rate in exposure_errors[mode]]
+        except (TypeError, ValueError):
+            raise TypeError(f"exposure_errors[{mode!r}] should hold one error rate per output position, "
+                            f"got {type(exposure_errors[mode]).__name__}") from None
+        if len(rates[mode]) != OUTPUT_POSITIONS:
+            raise ValueError(f"exposure_errors[{mode!r}] should hold {OUTPUT_POSITIONS} error rates (yyyy-mm-dd and "
+                             f"<eos>), got {len(rates[mode])}")
+    return {"tens_teacher_forced": rates["teacher-forced"][DAY_TENS],
+            "units_teacher_forced": rates["teacher-forced"][DAY_UNITS],
+            "units_free_running": rates["free running"][DAY_UNITS]}
 
 
-def _predict_units_free_running() -> float | None:
-    measured = FREE_RUNNING_DAY._value
-    return None if measured is None else measured["units_free_running"]
+def _predict_units_free_running(measured: dict[str, float]) -> float:
+    return measured["units_free_running"]
 
 
-def _same_prediction(got: Any, expected: float | None) -> bool:
-    if expected is None:                    # nothing measured (the test suite runs the reference alone)
-        return got is None
+def _same_prediction(got: Any, expected: float) -> bool:
     return isinstance(got, (int, float)) and not isinstance(got, bool) and abs(float(got) - expected) <= TOLERANCE
 
 
-def _diagnose_prediction(args: tuple, got: Any, expected: float | None) -> str | None:
-    if expected is None:
-        return f"nothing measured yet: run {FREE_RUNNING_DAY.where}, then check your prediction again."
+def _diagnose_prediction(args: tuple, got: Any, expected: float) -> str | None:
     if not isinstance(got, (int, float)) or isinstance(got, bool):
         return f"put your prediction in my_prediction as a number (a share such as 0.03), not a {type(got).__name__}."
-    got, measured = float(got), FREE_RUNNING_DAY.get()
+    (measured,), got = args, float(got)
     tens, units = measured["tens_teacher_forced"], measured["units_teacher_forced"]
     if got > 1:
         return f"give a share between 0 and 1 (0.03 for 3%), not a percentage: you wrote {got:g}."
@@ -211,4 +223,6 @@ register(Exercise(
          "the second one with it.",
     diagnose=_diagnose_prediction,
     same=_same_prediction,
+    measured=Measured("exposure_errors (its error rates by output position, teacher-forced and free running)",
+                      "section 7's cell that measures the errors free running", _day_errors),
 ))

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import (Case, Exercise, Measurement, as_pair, first_difference, pair_within, randn64,
-                                   register, tensor_hint, tensors_close)
+from seqlab.exercises._core import (Case, Exercise, Measured, as_pair, first_difference, pair_within, randn64,
+                                   register, shares_pair, tensor_hint, tensors_close)
 
 
 def _close(a: Any, b: Tensor) -> bool:
@@ -18,23 +18,14 @@ def _close(a: Any, b: Tensor) -> bool:
 
 
 # -- 1. predict, then measure: one head instead of two on the neighbour task ------------------------------
-ONE_HEAD = Measurement("the one-head model's test accuracy on the neighbour task",
-                       "section 5's cell that trains one head")
 TOLERANCE = 0.10          # ten percentage points
 
 
-def record_one_head(left: float, right: float) -> None:
-    """The notebook's measurement: the one-head model's share of left and of right letters named right (0..1)."""
-    ONE_HEAD.record((float(left), float(right)))
+def _one_head(measured: tuple[float, float]) -> tuple[float, float]:
+    return measured                           # the right prediction is the measurement itself
 
 
-def _one_head() -> tuple[float, float] | None:
-    return ONE_HEAD._value
-
-
-def _diagnose_one_head(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
-    if expected is None:
-        return f"nothing measured yet: run {ONE_HEAD.where}, then check your prediction again."
+def _diagnose_one_head(args: tuple, got: Any, expected: tuple[float, float]) -> str | None:
     pair = as_pair(got)
     if pair is None:
         return "put two shares in my_prediction: (left letter, right letter), e.g. (0.5, 0.5)."
@@ -66,6 +57,8 @@ register(Exercise(
     hint="the two-head model names both neighbours; ask what one weighted average of the letters can still say.",
     diagnose=_diagnose_one_head,
     same=pair_within(TOLERANCE),
+    measured=Measured("(one_left, one_right), the one-head model's shares of left and of right letters named right",
+                      "section 5's cell that trains one head", shares_pair),
 ))
 
 

@@ -4,12 +4,14 @@ weight, and predict which encodings work on sequences four times longer than any
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, Measurement, first_difference, randn64, register, tensor_hint, tensors_close
+from seqlab.exercises._core import (Case, Exercise, Measured, first_difference, randn64, register, tensor_hint,
+                                   tensors_close)
 
 
 def _close(a: Any, b: Tensor) -> bool:
@@ -258,21 +260,25 @@ register(Exercise(
 
 
 # -- 4. predict, then measure (section 9): which encodings still work at four times the training length? ----
-EXTRAPOLATION = Measurement("the accuracy at length 64 of each encoding", "section 9's training cell")
 ENCODING_NAMES = ("none", "sinusoidal", "learned", "rope", "alibi")
 WORKS = 0.9                        # "still works": accuracy above 0.9 on sequences of 64 (mean of positions and seeds)
 
 
-def record_extrapolation(accuracy_at_64: dict[str, float]) -> None:
-    """The notebook's measurement: each encoding's accuracy on sequences of 64 tokens (0..1)."""
+def _accuracies(accuracy_at_64: Any) -> dict[str, float]:
+    """Section 9's ``accuracy_at_64``, ``{encoding name: accuracy on sequences of 64 tokens}`` for every encoding."""
+    if not isinstance(accuracy_at_64, Mapping):
+        raise TypeError(f"expected a dict of accuracies by encoding, got {type(accuracy_at_64).__name__}")
     if set(accuracy_at_64) != set(ENCODING_NAMES):
-        raise ValueError(f"record one accuracy per encoding: {', '.join(ENCODING_NAMES)}")
-    EXTRAPOLATION.record({name: float(acc) for name, acc in accuracy_at_64.items()})
+        raise ValueError(f"expected one accuracy per encoding, {', '.join(ENCODING_NAMES)}; got the keys "
+                         f"{', '.join(map(str, accuracy_at_64))}")
+    accuracies = {name: float(accuracy_at_64[name]) for name in ENCODING_NAMES}
+    if not all(0 <= acc <= 1 for acc in accuracies.values()):
+        raise ValueError(f"expected accuracies between 0 and 1, got {accuracies}")
+    return accuracies
 
 
-def _predict_extrapolation() -> set[str] | None:
-    measured = EXTRAPOLATION._value
-    return None if measured is None else {name for name, acc in measured.items() if acc > WORKS}
+def _predict_extrapolation(measured: dict[str, float]) -> set[str]:
+    return {name for name, acc in measured.items() if acc > WORKS}
 
 
 def _as_names(got: Any) -> set[str] | None:
@@ -283,9 +289,7 @@ def _as_names(got: Any) -> set[str] | None:
     return {name.lower() for name in got}
 
 
-def _same_extrapolation(got: Any, expected: set[str] | None) -> bool:
-    if expected is None:                    # nothing measured (the test suite runs the reference alone)
-        return got is None
+def _same_extrapolation(got: Any, expected: set[str]) -> bool:
     return _as_names(got) == expected
 
 
@@ -301,9 +305,7 @@ _WHY = {
 }
 
 
-def _diagnose_extrapolation(args: tuple, got: Any, expected: set[str] | None) -> str | None:
-    if expected is None:
-        return f"nothing measured yet: run {EXTRAPOLATION.where}, then check your prediction again."
+def _diagnose_extrapolation(args: tuple, got: Any, expected: set[str]) -> str | None:
     names = _as_names(got)
     if names is None:
         return ("put a set of names in my_extrapolation, e.g. {'sinusoidal', 'rope'} (an empty set() if you expect none); "
@@ -311,7 +313,7 @@ def _diagnose_extrapolation(args: tuple, got: Any, expected: set[str] | None) ->
     unknown = sorted(names - set(ENCODING_NAMES))
     if unknown:
         return f"unknown name(s) {unknown}: the encodings are {', '.join(ENCODING_NAMES)}."
-    measured = EXTRAPOLATION.get()
+    (measured,) = args
     wrong = [name for name in ENCODING_NAMES if (name in names) != (name in expected)]
     notes = []
     for name in wrong:
@@ -332,4 +334,6 @@ register(Exercise(
     hint="think about what each encoding gives a position the model never saw in training.",
     diagnose=_diagnose_extrapolation,
     same=_same_extrapolation,
+    measured=Measured("accuracy_at_64, each encoding's accuracy on sequences of 64 tokens (mean of the two seeds)",
+                      "section 9's training cell", _accuracies),
 ))

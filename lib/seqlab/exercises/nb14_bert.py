@@ -11,8 +11,8 @@ from torch import Tensor
 
 from seqlab.data.batching import IGNORE_INDEX
 from seqlab.data.masking import apply_masking
-from seqlab.exercises._core import (Case, Exercise, Measurement, as_pair, first_difference, pair_within, randn64,
-                                   register, tensor_hint)
+from seqlab.exercises._core import (Case, Exercise, Measured, as_pair, first_difference, pair_within, randn64,
+                                   register, shares_pair, tensor_hint)
 from seqlab.experiments.sentence_pairs import PAIR_A, PAIR_B, measure_pair_similarities
 
 MASK_ID = 9                                  # the cases' [MASK]; ordinary tokens are 0..8
@@ -177,24 +177,14 @@ register(Exercise(
 
 
 # -- 4. predict, then measure: what the right side is worth to the MLM -------------------------------------------
-RIGHT_CONTEXT = Measurement("the MLM's share of blanks filled (both sides, left side only)",
-                            "section 3's cell that fills the held-out blanks")
 RIGHT_TOLERANCE = 0.08            # eight percentage points each
 
 
-def record_right_context(both_sides: float, left_only: float) -> None:
-    """The notebook's measurement: the MLM's share of clean blanks filled with 16 + 15 characters around the blank
-    (both sides) and with the 31 characters before it (left side only), each 0..1."""
-    RIGHT_CONTEXT.record((float(both_sides), float(left_only)))
+def _predict_right_context(measured: tuple[float, float]) -> tuple[float, float]:
+    return measured                           # the right prediction is the measurement itself
 
 
-def _predict_right_context() -> tuple[float, float] | None:
-    return RIGHT_CONTEXT._value
-
-
-def _diagnose_right_context(args: tuple, got: Any, expected: tuple[float, float] | None) -> str | None:
-    if expected is None:
-        return f"nothing measured yet: run {RIGHT_CONTEXT.where}, then check your prediction again."
+def _diagnose_right_context(args: tuple, got: Any, expected: tuple[float, float]) -> str | None:
     pair = as_pair(got)
     if pair is None:
         return "put two shares in my_prediction: (both sides, left side only), e.g. (0.5, 0.5)."
@@ -230,6 +220,9 @@ register(Exercise(
     hint="both conditions give the MLM 31 clean characters; only where they lie differs.",
     diagnose=_diagnose_right_context,
     same=pair_within(RIGHT_TOLERANCE),
+    measured=Measured('(fill["MLM, both sides (16 + 15)"]["accuracy"], fill["MLM, left side only (31)"]["accuracy"]), '
+                      "the shares of clean blanks the MLM fills right with both sides and with the left side only",
+                      "section 3's cell that fills the held-out blanks", shares_pair),
 ))
 
 

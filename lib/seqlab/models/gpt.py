@@ -50,7 +50,7 @@ from seqlab.modes import evaluating
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import AttentionCache, KVCache
 from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
-from seqlab.nn.transformer import ACTIVATIONS, TransformerEncoderLayer
+from seqlab.nn.transformer_layers import ACTIVATIONS, TransformerEncoderLayer
 
 __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
 
@@ -94,7 +94,7 @@ class GPTConfig:
     dropout: float = 0.0
     positional: str = "learned"          # one of seqlab.nn.positional.POSITIONAL_ENCODINGS
     norm_first: bool = True              # pre-norm (GPT-2) with a final LayerNorm; False: post-norm
-    activation: str = "gelu"             # one of seqlab.nn.transformer.ACTIVATIONS
+    activation: str = "gelu"             # one of seqlab.nn.transformer_layers.ACTIVATIONS
     tie_weights: bool = True             # output matrix = token embedding
     bias: bool = True                    # biases in every Linear and LayerNorm
     fused: bool = False                  # attention by scaled_dot_product_attention when no weights are asked for

@@ -12,8 +12,10 @@ them (CharLM, Seq2Seq, the taggers, the regressor) are in :mod:`seqlab.models`.
 
 Attention: ``multihead`` (``MultiheadAttention``, torch.nn.MultiheadAttention's twin).
 
-The Transformer: ``layer_norm`` (``LayerNorm``), ``transformer`` (``TransformerEncoderLayer``,
-``TransformerDecoderLayer``, ``TransformerEncoder``, ``TransformerDecoder``, ``Transformer``).
+The Transformer: ``layer_norm`` (``LayerNorm``), ``transformer_layers`` (``TransformerEncoderLayer``,
+``TransformerDecoderLayer``, and the sublayers and residual wrapping they share), ``transformer`` (the stacks
+``TransformerEncoder``, ``TransformerDecoder`` and the encoder-decoder ``Transformer``; the layers import from
+it too), ``transformer_checks`` (their input checks).
 
 Positions: ``positional`` (``SinusoidalPositionalEncoding``, ``LearnedPositionalEncoding``,
 ``RotaryPositionalEncoding`` / ``RoPE``, ``ALiBi``, ``NoPositionalEncoding``, and
@@ -41,13 +43,8 @@ from seqlab.nn.positional import (
 )
 from seqlab.nn.recurrent import RecurrentTrace
 from seqlab.nn.rnn import RNN, RNNCell
-from seqlab.nn.transformer import (
-    Transformer,
-    TransformerDecoder,
-    TransformerDecoderLayer,
-    TransformerEncoder,
-    TransformerEncoderLayer,
-)
+from seqlab.nn.transformer import Transformer, TransformerDecoder, TransformerEncoder
+from seqlab.nn.transformer_layers import TransformerDecoderLayer, TransformerEncoderLayer
 
 __all__ = ["RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell", "RecurrentTrace", "CELLS", "recurrent_layer",
            "cuda_graphed", "MultiheadAttention", "LayerNorm", "TransformerEncoderLayer", "TransformerDecoderLayer",
