@@ -23,9 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_site  # noqa: E402  (a script: the one build the README's `make site` runs)
+from accessibility import AXE_TAGS, FAILING_IMPACTS, axe_source  # noqa: E402
 
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-FAILING_IMPACTS = ("serious", "critical")
 ARTIFACT = ROOT / "test-artifacts" / "site-audit.json"
 
 
@@ -52,7 +51,7 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def audit_page(browser, base: str, page_path: str, axe_source: str) -> dict:
+def audit_page(browser, base: str, page_path: str, axe: str) -> dict:
     """Load one page with outside requests refused; return its external requests, axe violations, figures."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     external: list[str] = []
@@ -70,7 +69,7 @@ def audit_page(browser, base: str, page_path: str, axe_source: str) -> dict:
     try:
         page.goto(f"{base}/{page_path}", wait_until="load")
         page.wait_for_timeout(300)                       # MathJax typesets after load
-        page.add_script_tag(content=axe_source)
+        page.add_script_tag(content=axe)
         result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", AXE_TAGS)
         figures = page.evaluate("""() => Array.from(document.querySelectorAll('img')).map(img => {
             const alt = img.getAttribute('alt') || '';
@@ -85,11 +84,11 @@ def audit_page(browser, base: str, page_path: str, axe_source: str) -> dict:
 
 
 def test_every_page_is_offline_and_passes_axe(site, served, browser, site_npm_packages):
-    axe_source = (site_npm_packages / "axe-core" / "axe.min.js").read_text()
+    axe = axe_source(site_npm_packages)
     pages = [p for p in json.loads((site / "pages.json").read_text()) if not p.startswith("_static/")]
     assert "index.html" in pages and sum(p.startswith("notebooks/") for p in pages) == len(
         list((ROOT / "notebooks").glob("*.ipynb")))
-    report = {page: audit_page(browser, served, page, axe_source) for page in pages}
+    report = {page: audit_page(browser, served, page, axe) for page in pages}
     ARTIFACT.parent.mkdir(exist_ok=True)
     ARTIFACT.write_text(json.dumps(report, indent=1) + "\n")
     external = {page: r["external_requests"] for page, r in report.items() if r["external_requests"]}

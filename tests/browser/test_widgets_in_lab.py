@@ -16,14 +16,16 @@ same rule, and finding none is a failure), in a throw-away JupyterLab driven by 
    moves are ever on their way at once (see ``lab_pages._move``). A move that the kernel answers
    with the same picture (a control without a visible effect in the current state) is counted as
    ``unchanged`` in the report;
-2. after Save, Close and Open again (the kernel still running) the widgets render again and still
+2. every control is operated with the keyboard alone: reached with Tab from the widget's cell, its focus
+   visible, one key press bringing a new picture, the focus still on it afterwards (``keyboard.py``);
+3. after Save, Close and Open again (the kernel still running) the widgets render again and still
    answer their sliders. JupyterLab 4 saves no widget *state* (``metadata.widgets``) by default,
    which is what the course wants (see ``tests/test_notebooks_committed.py``); the views come back
    from the live kernel;
-3. presented as slides at 1280x720 (``slideshow.present``, on the same executed notebook, so that
+4. presented as slides at 1280x720 (``slideshow.present``, on the same executed notebook, so that
    nothing runs twice): each widget is alone on its slide, which fits the projector; its cell runs
    again from the slide and its slider brings a new picture there;
-4. opened without a kernel ("No Kernel", e.g. after the kernel was shut down), the notebook shows
+5. opened without a kernel ("No Kernel", e.g. after the kernel was shut down), the notebook shows
    all its static PNG figures; each widget output shows no controls and no picture then, only
    ipywidgets' "Loading widget..." line -- which is why every widget has a static figure beside it.
 
@@ -52,6 +54,7 @@ import pytest
 from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, WIDGET_MIME, WIDGET_NOTEBOOKS, WIDGET_ROOTS, NOTEBOOK_IMAGES,
                        KERNEL_STATUS_JS, _direction, _move, _new_page, _open_lab, _operate, _other_controls, _run_all,
                        _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open, _wait_widgets)
+from keyboard import operate_by_keyboard
 from slideshow import check_heights, present
 
 LATENCY_MOVES = 5            # moves per slider for the median
@@ -147,7 +150,7 @@ def _sliders_redraw(page, notebook: str) -> dict:
 
 
 def _save_and_reopen(page, notebook: str, lab) -> None:
-    """Phase 2: Save, close, open again (the kernel keeps running): the widgets render and answer."""
+    """Phase 3: Save, close, open again (the kernel keeps running): the widgets render and answer."""
     stem = Path(notebook).stem
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     _wait(page, "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", f"{notebook} to be saved",
@@ -177,7 +180,7 @@ def _save_and_reopen(page, notebook: str, lab) -> None:
 
 
 def _without_kernel(browser, lab, notebook: str) -> None:
-    """Phase 3: with its kernel shut down, opened as "No Kernel": every static figure shows."""
+    """Phase 5: with its kernel shut down, opened as "No Kernel": every static figure shows."""
     stem = Path(notebook).stem
     assert lab.shut_down_kernels_of(notebook), f"{notebook} had no kernel to shut down"
     on_disk = nbformat.read(lab.root / notebook, as_version=4)
@@ -286,6 +289,8 @@ class _WidgetNotebookInLab:
             results = _sliders_redraw(page, notebook)
             _write_latency(notebook, results, browser.version, run_id)
             phase("controls")
+            operate_by_keyboard(page, notebook)
+            phase("keyboard")
             _save_and_reopen(page, notebook, lab)
             phase("reopen")
             too_tall = present(page, notebook)

@@ -1,0 +1,16 @@
+"""What the accessibility audits (test_site.py on the HTML edition, test_lab_audit.py in JupyterLab) ask of
+axe-core, and how they load it: the npm package that the set-up installs (course.npm_packages), injected from
+disk, never from a CDN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]     # WCAG 2.1 A and AA
+FAILING_IMPACTS = ("serious", "critical")
+IMPACTS = ("critical", "serious", "moderate", "minor")
+
+
+def axe_source(node_modules: Path) -> str:
+    """axe-core's script, to inject with ``page.add_script_tag(content=...)``."""
+    return (node_modules / "axe-core" / "axe.min.js").read_text()

@@ -1,0 +1,163 @@
+"""Every notebook as a student first sees it in JupyterLab, audited by axe-core: no serious or critical
+WCAG 2.1 A/AA violation caused by the course's own content; JupyterLab's own findings listed apart.
+
+One JupyterLab (conftest's ``lab``), one page; the committed, executed notebooks are opened one after
+another without a kernel (nothing runs: the outputs are the saved ones, and each widget shows ipywidgets'
+"Loading widget..." line, its static figure beside it) and closed again. The page is made as tall as the
+notebook, so that every cell is rendered and inside the viewport (axe cannot judge the colour contrast of
+what is outside it); then axe-core (the npm package, injected from disk: nothing from a CDN) checks the
+whole page, and each element it flags is put on one side:
+
+- **content**: inside a rendered markdown cell (``.jp-MarkdownOutput``) or an output
+  (``.jp-OutputArea-output``) of the notebook: what the course wrote or its code printed and drew.
+  A serious or critical finding here fails the test;
+- **JupyterLab**: everything else (menus, toolbars, the file browser, the code editors, the prompts),
+  by region. Listed in the report, never a failure: the course cannot change it.
+
+One case sits between the two: a figure whose output carries alt text in its metadata
+(``display(fig, metadata={"image/png": {"alt": ...}})``, which nbconvert, Sphinx and the HTML edition turn
+into ``alt``) is still an ``<img>`` without ``alt`` in JupyterLab 4.6, whose image renderer ignores that
+metadata (jupyter/enhancement-proposals#120). axe's ``image-alt`` on such a figure is counted as
+JupyterLab's (``alt_text_dropped``); a figure without alt text in its metadata is the course's and fails.
+
+The findings per notebook go to ``test-artifacts/lab-audit.json``; a table is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+from accessibility import AXE_TAGS, FAILING_IMPACTS, IMPACTS, axe_source
+from lab_pages import PAGE_TIMEOUT_S, ROOT, _new_page, _open_lab, _wait, _wait_notebook_open
+
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+ARTIFACT = ROOT / "test-artifacts" / "lab-audit.json"
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+WIDTH = 1280
+
+# Every cell rendered: each markdown cell, each image loaded, and MathJax done (its count of typeset
+# equations unchanged for MATH_SETTLED_MS; ``window.__seqlabMath`` holds the last count and since when).
+MATH_SETTLED_MS = 500
+RENDERED_JS = f"""() => {{
+  const nb = window.jupyterapp.shell.currentWidget.content, panel = document.querySelector('{PANEL}');
+  const cells = panel.querySelectorAll('.jp-Cell').length;
+  const markdown = [...Array(nb.model.cells.length).keys()].filter(i => nb.model.cells.get(i).type === 'markdown');
+  const math = panel.querySelectorAll('mjx-container').length, now = performance.now();
+  if (!window.__seqlabMath || window.__seqlabMath.count !== math) window.__seqlabMath = {{count: math, since: now}};
+  const settled = now - window.__seqlabMath.since >= {MATH_SETTLED_MS};
+  return cells === nb.model.cells.length && settled
+    && panel.querySelectorAll('.jp-MarkdownCell .jp-MarkdownOutput').length === markdown.length
+    && [...panel.querySelectorAll('img')].every(i => i.complete);
+}}"""
+CONTENT_HEIGHT_JS = f"""() => document.querySelector('{PANEL} .jp-WindowedPanel-viewport').scrollHeight
+                               - document.querySelector('{PANEL} .jp-WindowedPanel-outer').clientHeight"""
+
+# axe over the whole page; each flagged element with its side (content or JupyterLab) and region, and for
+# an <img> in an output whether that output's metadata holds alt text (read from JupyterLab's own model)
+AUDIT_JS = f"""async (tags) => {{
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  const REGIONS = [['.jp-Cell-inputArea', 'code editor'], ['.jp-InputPrompt, .jp-OutputPrompt', 'prompt'],
+                   ['.jp-NotebookPanel-toolbar', 'notebook toolbar'], ['.jp-NotebookPanel', 'notebook panel'],
+                   ['#jp-left-stack, .jp-SideBar', 'side bars'], ['#jp-top-panel, #jp-menu-panel', 'menus'],
+                   ['#jp-main-statusbar', 'status bar'], ['.lm-DockPanel-tabBar', 'tabs']];
+  const altInMetadata = (img) => {{
+    const cell = nb.widgets.find(c => c.node.contains(img)), child = img.closest('.jp-OutputArea-child');
+    if (!cell || !child || !cell.model.outputs) return false;
+    const output = cell.model.outputs.get([...child.parentElement.children].indexOf(child)).toJSON();
+    const meta = output.metadata || {{}};
+    return Boolean((meta['image/png'] || {{}}).alt || meta.alt);
+  }};
+  const result = await axe.run(document, {{runOnly: {{type: 'tag', values: tags}}, elementRef: true}});
+  return result.violations.flatMap(v => v.nodes.map(n => {{
+    const e = n.element;
+    const content = Boolean(e.closest('{PANEL} .jp-MarkdownOutput, {PANEL} .jp-OutputArea-output'));
+    const region = content ? 'content' : (REGIONS.find(([sel]) => e.closest(sel)) || [null, 'page'])[1];
+    return {{rule: v.id, impact: v.impact, content, region, html: n.html.slice(0, 200),
+             cell: nb.widgets.findIndex(c => c.node.contains(e)),
+             alt_in_metadata: v.id === 'image-alt' && e.tagName === 'IMG' && content && altInMetadata(e)}};
+  }}));
+}}"""
+
+
+def _open_rendered(page, notebook: str) -> None:
+    """Open ``notebook`` without a kernel, make the page as tall as its cells, wait until all are rendered."""
+    page.evaluate("""(nb) => window.jupyterapp.commands.execute('docmanager:open',
+                         {path: nb, kernelPreference: {shouldStart: false, canStart: false}}).then(() => null)""",
+                  notebook)            # (the widget it resolves to cannot come back to Python)
+    _wait_notebook_open(page, notebook)
+    _wait(page, f"() => document.querySelectorAll('{PANEL} .jp-Cell').length === "
+          "window.jupyterapp.shell.currentWidget.content.model.cells.length", f"the cells of {notebook}",
+          PAGE_TIMEOUT_S)
+    viewport = page.viewport_size
+    page.set_viewport_size({"width": WIDTH, "height": viewport["height"] + page.evaluate(CONTENT_HEIGHT_JS) + 40})
+    page.evaluate("() => { window.__seqlabMath = null; }")
+    _wait(page, RENDERED_JS, f"every cell of {notebook} to render (markdown, equations, images)", PAGE_TIMEOUT_S)
+
+
+def _close(page, notebook: str) -> None:
+    # nothing was edited; should JupyterLab have touched the model anyway, no "save changes?" dialog
+    page.evaluate("""() => { const w = window.jupyterapp.shell.currentWidget;
+                             w.context.model.dirty = false; w.close(); }""")
+    _wait(page, "() => !document.querySelector('.jp-NotebookPanel')", f"{notebook} to close", PAGE_TIMEOUT_S)
+    page.set_viewport_size({"width": WIDTH, "height": 800})
+
+
+def _summary(nodes: list[dict]) -> dict:
+    """Counts of flagged elements by impact, and per rule its impact, count and first example."""
+    rules: dict[str, dict] = {}
+    for n in nodes:
+        rule = rules.setdefault(n["rule"], {"impact": n["impact"], "nodes": 0, "regions": Counter(),
+                                            "example": n["html"]})
+        rule["nodes"] += 1
+        rule["regions"][n["region"]] += 1
+    by_impact = Counter(n["impact"] for n in nodes)
+    return {"by_impact": {i: by_impact[i] for i in IMPACTS if by_impact[i]},
+            "rules": {r: {**v, "regions": dict(v["regions"])} for r, v in sorted(rules.items())}}
+
+
+def audit_notebook(page, notebook: str) -> dict:
+    _open_rendered(page, notebook)
+    try:
+        nodes = page.evaluate(AUDIT_JS, AXE_TAGS)
+    finally:
+        _close(page, notebook)
+    content = [n for n in nodes if n["content"] and not n["alt_in_metadata"]]
+    return {"content": _summary(content),
+            "jupyterlab": _summary([n for n in nodes if not n["content"]]),
+            "alt_text_dropped": sum(n["alt_in_metadata"] for n in nodes),
+            "failing": [f"{n['impact']} {n['rule']} in cell {n['cell']}: {n['html']}" for n in content
+                        if n["impact"] in FAILING_IMPACTS]}
+
+
+def _table(report: dict) -> str:
+    def counts(side: dict) -> str:
+        return " ".join(f"{i[:4]} {side['by_impact'].get(i, 0):>3}" for i in IMPACTS)
+
+    lines = [f"{'notebook':<32} {'content: serious+critical':>26}   JupyterLab's own (elements)       alt dropped",
+             "-" * 110]
+    for notebook, r in report.items():
+        failing = sum(r["content"]["by_impact"].get(i, 0) for i in FAILING_IMPACTS)
+        lines.append(f"{notebook:<32} {failing:>26}   {counts(r['jupyterlab'])}   {r['alt_text_dropped']:>3}")
+    return "\n".join(lines)
+
+
+def test_notebooks_in_jupyterlab_pass_axe(browser, lab, site_npm_packages):
+    started = time.perf_counter()
+    page = _new_page(browser, lab)
+    try:
+        page.set_viewport_size({"width": WIDTH, "height": 800})
+        _open_lab(page, lab, "audit")
+        page.add_script_tag(content=axe_source(site_npm_packages))
+        report = {notebook: audit_notebook(page, notebook) for notebook in NOTEBOOKS}
+    finally:
+        page.context.close()
+    seconds = round(time.perf_counter() - started, 1)
+    ARTIFACT.parent.mkdir(exist_ok=True)
+    ARTIFACT.write_text(json.dumps({"axe_tags": AXE_TAGS, "seconds": seconds, "notebooks": report}, indent=1) + "\n")
+    print(f"\naxe-core in JupyterLab, {len(report)} notebooks in {seconds} s (details: {ARTIFACT.relative_to(ROOT)})")
+    print(_table(report))
+    failing = {notebook: r["failing"] for notebook, r in report.items() if r["failing"]}
+    assert not failing, ("serious or critical accessibility violations in the course's own content in JupyterLab "
+                         "(axe-core, WCAG 2.1 AA):\n" + "\n".join(f"{nb}: {found}" for nb, found in failing.items()))
