@@ -1,5 +1,6 @@
-"""Every notebook as a student first sees it in JupyterLab, audited by axe-core: no serious or critical
-WCAG 2.1 A/AA violation caused by the course's own content; JupyterLab's own findings listed apart.
+"""Every notebook as a student first sees it in JupyterLab, audited by axe-core in the light theme and in
+the dark one: no serious or critical WCAG 2.1 A/AA violation caused by the course's own content;
+JupyterLab's own findings listed apart.
 
 One JupyterLab (conftest's ``lab``), one page; the committed, executed notebooks are opened one after
 another without a kernel (nothing runs: the outputs are the saved ones, and each widget shows ipywidgets'
@@ -28,6 +29,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from pathlib import Path
+
+import pytest
 
 from accessibility import AXE_TAGS, FAILING_IMPACTS, IMPACTS, axe_source
 from lab_pages import PAGE_TIMEOUT_S, ROOT, _new_page, _open_lab, _wait, _wait_notebook_open
@@ -117,10 +121,16 @@ def _summary(nodes: list[dict]) -> dict:
             "rules": {r: {**v, "regions": dict(v["regions"])} for r, v in sorted(rules.items())}}
 
 
-def audit_notebook(page, notebook: str) -> dict:
+def audit_notebook(page, notebook: str, screenshot: Path | None = None) -> dict:
     _open_rendered(page, notebook)
     try:
         nodes = page.evaluate(AUDIT_JS, AXE_TAGS)
+        if screenshot is not None:        # 1,600 pixels around the first figure (or the top), small enough to look at
+            top = page.evaluate(f"() => {{ const i = document.querySelector('{PANEL} .jp-OutputArea-output img');"
+                                " return i ? Math.max(0, i.getBoundingClientRect().top - 300) : 0; }")
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=screenshot, type="jpeg", quality=60, clip={
+                "x": 0, "y": top, "width": WIDTH, "height": min(1600, page.viewport_size["height"] - top)})
     finally:
         _close(page, notebook)
     content = [n for n in nodes if n["content"] and not n["alt_in_metadata"]]
@@ -143,21 +153,47 @@ def _table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def test_notebooks_in_jupyterlab_pass_axe(browser, lab, site_npm_packages):
+THEMES = {"JupyterLab Light": ARTIFACT, "JupyterLab Dark": ARTIFACT.with_name("lab-audit-dark.json")}
+SCREENSHOTS = ROOT / "test-artifacts" / "lab-dark"
+
+
+def _set_theme(page, theme: str) -> None:
+    """Switch JupyterLab to ``theme`` and wait until its CSS is in (JupyterLab marks the body when it is)."""
+    light = "true" if "Light" in theme else "false"
+    page.evaluate("(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme}).then(() => null)",
+                  theme)
+    _wait(page, f"() => document.body.dataset.jpThemeName === {theme!r} && document.body.dataset.jpThemeLight === "
+          f"'{light}'", f"the theme {theme}", PAGE_TIMEOUT_S)
+
+
+@pytest.mark.parametrize("theme", list(THEMES))
+def test_notebooks_in_jupyterlab_pass_axe(browser, lab, site_npm_packages, theme):
+    """In the light theme, and again in the dark one: there, axe's colour-contrast rule checks that what the
+    course writes (markdown, printed text, the widgets' HTML) stays legible on a dark background; every figure's
+    PNG is opaque white (tests/test_colours.py). A screenshot around each notebook's first figure in the dark theme
+    goes to test-artifacts/lab-dark/, for a person to look at."""
     started = time.perf_counter()
     page = _new_page(browser, lab)
+    report = {}
     try:
         page.set_viewport_size({"width": WIDTH, "height": 800})
         _open_lab(page, lab, "audit")
+        _set_theme(page, theme)
         page.add_script_tag(content=axe_source(site_npm_packages))
-        report = {notebook: audit_notebook(page, notebook) for notebook in NOTEBOOKS}
+        for notebook in NOTEBOOKS:
+            report[notebook] = audit_notebook(page, notebook, screenshot=(
+                SCREENSHOTS / f"{Path(notebook).stem}.jpg" if "Dark" in theme else None))
     finally:
         page.context.close()
     seconds = round(time.perf_counter() - started, 1)
-    ARTIFACT.parent.mkdir(exist_ok=True)
-    ARTIFACT.write_text(json.dumps({"axe_tags": AXE_TAGS, "seconds": seconds, "notebooks": report}, indent=1) + "\n")
-    print(f"\naxe-core in JupyterLab, {len(report)} notebooks in {seconds} s (details: {ARTIFACT.relative_to(ROOT)})")
+    artifact = THEMES[theme]
+    artifact.parent.mkdir(exist_ok=True)
+    artifact.write_text(json.dumps({"axe_tags": AXE_TAGS, "theme": theme, "seconds": seconds, "notebooks": report},
+                                   indent=1) + "\n")
+    print(f"\naxe-core in JupyterLab ({theme}), {len(report)} notebooks in {seconds} s "
+          f"(details: {artifact.relative_to(ROOT)})")
     print(_table(report))
     failing = {notebook: r["failing"] for notebook, r in report.items() if r["failing"]}
-    assert not failing, ("serious or critical accessibility violations in the course's own content in JupyterLab "
-                         "(axe-core, WCAG 2.1 AA):\n" + "\n".join(f"{nb}: {found}" for nb, found in failing.items()))
+    assert not failing, (f"serious or critical accessibility violations in the course's own content in JupyterLab "
+                         f"({theme}; axe-core, WCAG 2.1 AA):\n"
+                         + "\n".join(f"{nb}: {found}" for nb, found in failing.items()))
