@@ -19,3 +19,17 @@ def two_threads():
         yield
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def _matplotlib_settings_restored():
+    """Give every test matplotlib's settings back as they were before it.
+
+    seqlab.notebook.setup() changes rcParams for the whole process (as a notebook wants); without this, a test
+    that calls it changes the figures of every later test on the same xdist worker (the course style hides
+    the top and right spines, which a layered-figure test counts), so results depended on test order.
+    """
+    import matplotlib
+
+    with matplotlib.rc_context():
+        yield
