@@ -1,4 +1,5 @@
-"""Repository-wide pytest hooks: a per-notebook run-time report (and the browser tests' latency).
+"""Repository-wide pytest hooks: a per-notebook run-time report, the slowest test files (and the browser
+tests' latency).
 
 nbval turns each notebook cell into one test item; this sums their durations per notebook and
 prints a table at the end of the run (and writes it to test-artifacts/notebook-times.json), so
@@ -15,10 +16,13 @@ from pathlib import Path
 
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
+_file_seconds: dict[str, float] = defaultdict(float)     # every test file (notebooks too): setup + call + teardown
+SLOWEST_FILES = 15
 
 
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] += report.duration
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration
 
@@ -47,8 +51,22 @@ def _browser_latency_summary(terminalreporter) -> None:
                                 f"details in {latency.relative_to(Path(__file__).parent)}")
 
 
+def _slowest_files_summary(terminalreporter) -> None:
+    """Where the suite's time goes, per file (worker-seconds: with N workers the run takes about 1/N of the sum)."""
+    if not _file_seconds or hasattr(terminalreporter.config, "workerinput"):
+        return
+    total = sum(_file_seconds.values())
+    terminalreporter.section(f"slowest test files ({total:.0f} worker-seconds in all)")
+    for path, seconds in sorted(_file_seconds.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]:
+        terminalreporter.write_line(f"{seconds:7.1f} s  {100 * seconds / total:4.1f} %  {path}")
+    out = Path(__file__).parent / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "test-file-times.json").write_text(json.dumps(dict(sorted(_file_seconds.items())), indent=1))
+
+
 def pytest_terminal_summary(terminalreporter):
     _browser_latency_summary(terminalreporter)
+    _slowest_files_summary(terminalreporter)
     if not _notebook_seconds:
         return
     workers = getattr(terminalreporter.config.option, "numprocesses", None)
