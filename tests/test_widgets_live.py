@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from seqlab.widgets import LiveFigure  # noqa: E402
+from seqlab.widgets.live import LiveRegion  # noqa: E402
 
 
 def _draw_line(slope: float):
@@ -63,7 +64,9 @@ def test_a_describe_function_fills_a_polite_live_region_at_every_redraw():
     assert live.description in live.widget.children
     slider.value = 2.5
     assert live.last_description == "A line rising to 2.5 <at> x = 1."
-    assert live.description.value == ('<div role="status" aria-live="polite" aria-atomic="true">'
-                                      "A line rising to 2.5 &lt;at&gt; x = 1.</div>")
+    # plain text (the browser sets it as textContent: no markup is parsed), in a region made once per view
+    assert isinstance(live.description, LiveRegion) and live.description.text == "A line rising to 2.5 <at> x = 1."
+    for attribute in ('"role", "status"', '"aria-live", "polite"', '"aria-atomic", "true"'):
+        assert f"region.setAttribute({attribute})" in LiveRegion._esm
     plain = LiveFigure(_draw_line, {"slope": widgets.FloatSlider(value=1.0)})
     assert plain.description is None and len(plain.widget.children) == 3       # controls, picture, status

@@ -45,12 +45,19 @@ WIDGET_NOTEBOOKS = widget_notebooks()
 # Defined in every page: the state of one widget view, as a reader sees it.
 # pictures: the src of its images (ipywidgets.Image: a new blob URL for every new picture);
 # status: LiveFigure's "redrawn in N ms" line; redraws: LiveFigure's redraw counter (data-redraws);
-# readouts: the sliders' own readouts (they change in the browser alone, so they prove nothing).
+# readouts: the sliders' own readouts (they change in the browser alone, so they prove nothing);
+# spoken: the text of its live region (LiveRegion: role="status"), region: that element's number, given
+# the first time a snapshot sees it (the same number later: the same element, still on the page).
 INIT_SCRIPT = r"""
+window.__seqlabRegions = 0;
 window.__seqlabSnap = (root) => {
   const imgs = [...root.querySelectorAll('img')];
   const text = (sel) => [...root.querySelectorAll(sel)].map(e => e.textContent.trim());
+  const region = root.querySelector('[role="status"][aria-live="polite"]');
+  if (region && !region.__seqlabRegion) region.__seqlabRegion = ++window.__seqlabRegions;
   return {
+    spoken: region ? region.textContent : null,
+    region: region ? region.__seqlabRegion : null,
     pictures: imgs.map(i => i.src),
     loaded: imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0),
     status: text('.widget-html-content').filter(t => /^redrawn in \d+ ms$/.test(t)).join(''),

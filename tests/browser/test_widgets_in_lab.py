@@ -15,7 +15,9 @@ same rule, and finding none is a failure), in a throw-away JupyterLab driven by 
    and the new picture, if any, has loaded; each move starts from an idle kernel, so that no two
    moves are ever on their way at once (see ``lab_pages._move``). A move that the kernel answers
    with the same picture (a control without a visible effect in the current state) is counted as
-   ``unchanged`` in the report;
+   ``unchanged`` in the report. After each move the widget's live region (``role="status"``: the
+   description a screen reader reads out) is the same element as before the move, holding text;
+   over all the moves its text changes;
 2. every control is operated with the keyboard alone: reached with Tab from the widget's cell, its focus
    visible, one key press bringing a new picture, the focus still on it afterwards (``keyboard.py``);
 3. after Save, Close and Open again (the kernel still running) the widgets render again and still
@@ -93,7 +95,7 @@ def _sliders_redraw(page, notebook: str) -> dict:
         sliders = _sliders(widget)
         assert sliders, (f"{notebook}: widget {w} has no slider that can move (.widget-slider, enabled); this test "
                          "moves sliders, so give it one or teach the test another control")
-        results[f"widget{w}"] = entry = {"sliders": {}, "controls": {}, "unchanged_moves": []}
+        results[f"widget{w}"] = entry = {"sliders": {}, "controls": {}, "unchanged_moves": [], "spoken": []}
 
         def check_move(label: str, act, what: str, shot: str, readout: bool) -> None:
             widget.screenshot(path=ARTIFACTS / f"{shot}-before.png")
@@ -110,6 +112,12 @@ def _sliders_redraw(page, notebook: str) -> dict:
                 assert new != digests, f"{what}: the image was replaced by one with the same bytes"
             if readout:
                 assert after["readouts"] != before["readouts"], f"{what}: the slider's readout did not change"
+            # what a screen reader hears: the same live region (some announce changes only in a region that
+            # was already on the page), its text the new state's description
+            assert before["region"] is not None and after["spoken"], (
+                f"{what}: no live region with a description (LiveFigure(describe=...) / Widget.describe)")
+            assert after["region"] == before["region"], f"{what}: the live region was replaced, not updated"
+            entry["spoken"] += [before["spoken"], after["spoken"]]
 
         for s, (label, handle) in enumerate(sliders):
             check_move(label, lambda: handle.press(_direction(handle)), f"moving slider {label!r} of widget {w} in "
@@ -143,6 +151,8 @@ def _sliders_redraw(page, notebook: str) -> dict:
             result["kind"] = kind
             print(f"{notebook} widget {w}, {kind} {label!r}: change -> new picture median {result['median_ms']:.0f} ms "
                   f"over {LATENCY_MOVES} changes (the kernel's own redraw: {kernel_ms} ms)")
+        assert len(set(entry["spoken"])) > 1, (f"{notebook} widget {w}: the live region said the same before and "
+                                               f"after every move: {entry['spoken'][0]!r}")
         # how the picture is shown: its displayed width over its pixel width (> 1: stretched, blurry)
         entry["picture_scale"] = widget.evaluate("""root => [...root.querySelectorAll('img')].map(
             i => Math.round(100 * i.getBoundingClientRect().width / i.naturalWidth) / 100)""")

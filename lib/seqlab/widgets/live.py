@@ -5,21 +5,28 @@ without a display), a draw function (parameters in, a matplotlib Figure out) and
 (ipywidgets). LiveFigure joins a draw function to its controls: whenever a control's value
 changes, it calls ``draw(**values)``, renders the figure to PNG and puts the bytes into an
 ``ipywidgets.Image``. Swapping the bytes of one Image avoids the flicker of clearing and
-re-filling an Output widget, works in JupyterLab, Notebook 7, VS Code and Colab without any
-front-end extension, and sends nothing into the notebook cell's own outputs, so a notebook
-behaves the same under nbval, nbclient and a browser.
+re-filling an Output widget, works in JupyterLab, Notebook 7, VS Code and Colab, and sends
+nothing into the notebook cell's own outputs, so a notebook behaves the same under nbval, nbclient
+and a browser.
+
+What the picture shows is also said in words, for screen readers, in a :class:`LiveRegion`: an
+element that stays on the page while only its text changes. (ipywidgets' HTML widget replaces its
+contents at every update, so a live region written into one is a new element each time, and some
+screen readers announce changes only in a region that was already there. LiveRegion is an anywidget,
+a few lines of JavaScript shipped inside the Python package: no extension to build, nothing fetched.)
 """
 
 from __future__ import annotations
 
-import html
 import io
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
+import anywidget
 import ipywidgets as widgets
 import matplotlib
+import traitlets
 from matplotlib.figure import Figure
 
 from seqlab.notebook import FIGURE_DPI
@@ -35,10 +42,38 @@ def figure_to_png(fig: matplotlib.figure.Figure, dpi: int = FIGURE_DPI) -> bytes
     return buffer.getvalue()
 
 
-def live_region(text: str) -> str:
-    """HTML: ``text`` in a polite live region (``role="status"``), which screen readers read out when
-    it changes without moving the focus away from the control being moved."""
-    return f'<div role="status" aria-live="polite" aria-atomic="true">{html.escape(text, quote=False)}</div>'
+class LiveRegion(anywidget.AnyWidget):
+    """A visually hidden polite live region (``role="status"``): screen readers read ``text`` out each
+    time it changes, without moving the focus away from the control being moved.
+
+    The region element is made once per view and stays; an update changes its text only (what a
+    screen reader needs to notice a change). Hidden by clipping, not by ``display: none``, which would
+    hide it from screen readers too; it takes no room, so a widget keeps the height it was laid out
+    with for a 1280 x 720 slide.
+    """
+
+    text = traitlets.Unicode("").tag(sync=True)
+
+    _esm = r"""
+    function render({ model, el }) {
+      const region = document.createElement("div");
+      region.className = "seqlab-live-region";
+      region.setAttribute("role", "status");
+      region.setAttribute("aria-live", "polite");
+      region.setAttribute("aria-atomic", "true");
+      // visually hidden, still read: 1 px, clipped, out of the flow
+      Object.assign(region.style, { position: "absolute", width: "1px", height: "1px", margin: "-1px",
+                                    padding: "0", border: "0", overflow: "hidden", whiteSpace: "nowrap",
+                                    clip: "rect(0 0 0 0)", clipPath: "inset(50%)" });
+      const say = () => { region.textContent = model.get("text"); };
+      say();
+      model.on("change:text", say);
+      el.style.position = "relative";
+      el.appendChild(region);
+      return () => model.off("change:text", say);
+    }
+    export default { render };
+    """
 
 
 class PNGFigure(Figure):
@@ -78,8 +113,8 @@ class LiveFigure:
 
     ``describe`` (optional, a function of the same values returning one to three sentences: what the
     picture shows and what to see in it) is written after every redraw into ``description``, a
-    visually hidden polite live region under the picture, so a screen reader reads the new state
-    after each move (ipywidgets 8's Image has no alt attribute); ``last_description`` holds the text.
+    :class:`LiveRegion` under the picture, so a screen reader reads the new state after each move
+    (ipywidgets 8's Image has no alt attribute); ``last_description`` holds the text.
 
     A widget that keeps its figure alive between redraws (faster than building a new one) passes
     ``render=`` instead of ``draw``: a function of the same values that returns PNG bytes itself.
@@ -98,10 +133,8 @@ class LiveFigure:
         self.dpi = dpi
         self.describe = describe
         self.image = widgets.Image(format="png")
-        # 1 px, clipped: read by screen readers, invisible on screen (the picture says it to the eye), and
-        # the widget keeps the height it was laid out with for a 1280 x 720 slide
-        self.description = None if describe is None else widgets.HTML(
-            layout=widgets.Layout(width="1px", height="1px", overflow="hidden", margin="0"))
+        # read by screen readers, invisible on screen (the picture says it to the eye)
+        self.description = None if describe is None else LiveRegion()
         self.last_description = ""
         self.status = widgets.HTML()
         self.show_timing = show_timing
@@ -132,7 +165,7 @@ class LiveFigure:
         self.redraws += 1
         if self.describe is not None:          # before the status line: its counter is what a redraw sends last
             self.last_description = self.describe(**values)
-            self.description.value = live_region(self.last_description)
+            self.description.text = self.last_description
         # data-redraws changes at every redraw, even one that gives the same picture (a control without
         # a visible effect in this state): how a browser, or tests/browser, knows the kernel has answered
         timing = f"redrawn in {self.last_redraw_ms:.0f} ms" if self.show_timing else ""
