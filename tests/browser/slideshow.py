@@ -28,6 +28,10 @@ from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, _direction,
 
 PROJECTOR = {"width": 1280, "height": 720}
 MAX_SLIDES = 200                 # a notebook with more slides than this is stepped through no further
+WIDGET_SLIDE_SETTLE_MS = 300     # a widget's slide is measured again after this (its height is asserted)
+# two animation frames: the slide a deck command showed has been laid out and painted (a fixed 300 ms on
+# every one of a notebook's 60-odd slides cost about 20 s per notebook; the heights are the same)
+NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(null))))"
 STEP_TIMEOUT_S = 10
 
 FORWARD_DISABLED = ".jp-deck-mod-direction-forward.jp-mod-disabled"
@@ -79,8 +83,11 @@ def _step_through(page, notebook: str, widget_cells: list[int], stem: str) -> li
     arrows are both disabled): its cells and its height. A step within a slide (onto a cell that continues it) shows the same cells."""
     slides = []
     for _ in range(MAX_SLIDES):
-        page.wait_for_timeout(300)                       # let the slide settle (fonts, images)
+        page.evaluate(NEXT_FRAMES_JS)                    # the step's layout painted
         slide = page.evaluate(ON_SCREEN_JS)
+        if set(slide["cells"]) & set(widget_cells):      # a height that is asserted: let it settle (fonts, images)
+            page.wait_for_timeout(WIDGET_SLIDE_SETTLE_MS)
+            slide = page.evaluate(ON_SCREEN_JS)
         if not slides or slide["cells"] != slides[-1]["cells"]:
             slides.append(slide)
             for cell in set(slide["cells"]) & set(widget_cells):
