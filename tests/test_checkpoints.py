@@ -12,7 +12,7 @@ from seqlab.train import read_checkpoint_metadata
 
 
 @pytest.mark.parametrize("name", sorted(pretrained.CHECKPOINTS))
-def test_checkpoint_reproduces_its_recorded_validation_loss(name, two_threads):
+def test_checkpoint_reproduces_its_recorded_validation_loss(name):
     folder = pretrained.checkpoint_dir()
     weights = folder / f"{name}.safetensors"
     assert weights.stat().st_size < 5 * 1024 * 1024, "checkpoints stay small (a few MB)"

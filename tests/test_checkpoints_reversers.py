@@ -20,7 +20,7 @@ _spec.loader.exec_module(make_checkpoints)
 
 
 @pytest.mark.parametrize("name", sorted(make_checkpoints.REVERSERS))
-def test_reverser_checkpoint_reproduces_its_record(name, two_threads):
+def test_reverser_checkpoint_reproduces_its_record(name):
     folder = pretrained.checkpoint_dir()
     weights = folder / f"{name}.safetensors"
     assert weights.stat().st_size < 1024 * 1024, "each reverser stays under 1 MB"
