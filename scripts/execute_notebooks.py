@@ -33,12 +33,10 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from testbed import worker_threads  # noqa: E402  (the repository root's shared settings, standard library only)
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule)
+from testbed import worker_threads  # noqa: E402  (the repository root's shared settings, standard library only)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 90.0
