@@ -1,13 +1,18 @@
 """Every notebook as a student first sees it in JupyterLab, audited by axe-core in the light theme and in
 the dark one: no serious or critical WCAG 2.1 A/AA violation caused by the course's own content;
-JupyterLab's own findings listed apart.
+JupyterLab's own findings listed apart. And what a notebook shows before anything runs.
 
 One JupyterLab (conftest's ``lab``), one page; the committed, executed notebooks are opened one after
-another without a kernel (nothing runs: the outputs are the saved ones, and each widget shows ipywidgets'
-"Loading widget..." line, its static figure beside it) and closed again. The page is made as tall as the
-notebook, so that every cell is rendered and inside the viewport (axe cannot judge the colour contrast of
-what is outside it); then axe-core (the npm package, injected from disk: nothing from a CDN) checks the
-whole page, and each element it flags is put on one side:
+another without a kernel (nothing runs: the outputs are the saved ones) and closed again. Opened so, each
+notebook must show every static figure it saved (loaded, with pixels), its status bar must say "No Kernel",
+and each widget output must show no controls and no picture, only text (see ``without_kernel``) -- which is
+why every widget has a static figure beside it. (A notebook that JupyterLab saved after Run All
+holds the same kinds of output, no widget state included: test_widgets_in_lab.py checks that.)
+
+The page is made as tall as the notebook, so that every cell is rendered and inside the viewport (axe
+cannot judge the colour contrast of what is outside it); then axe-core (the npm package, injected from
+disk: nothing from a CDN) checks the whole page, in one theme, then again after switching to the other
+(each notebook is opened and rendered once for both), and each element it flags is put on one side:
 
 - **content**: inside a rendered markdown cell (``.jp-MarkdownOutput``) or an output
   (``.jp-OutputArea-output``) of the notebook: what the course wrote or its code printed and drew.
@@ -21,7 +26,8 @@ into ``alt``) is still an ``<img>`` without ``alt`` in JupyterLab 4.6, whose ima
 metadata (jupyter/enhancement-proposals#120). axe's ``image-alt`` on such a figure is counted as
 JupyterLab's (``alt_text_dropped``); a figure without alt text in its metadata is the course's and fails.
 
-The findings per notebook go to ``test-artifacts/lab-audit.json``; a table is printed.
+The findings per notebook go to ``test-artifacts/lab-audit.json`` (light) and ``lab-audit-dark.json``; a table
+is printed for each theme.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
+import nbformat
 
 from accessibility import AXE_TAGS, FAILING_IMPACTS, IMPACTS, axe_source
-from lab_pages import PAGE_TIMEOUT_S, ROOT, _new_page, _open_lab, _wait, _wait_notebook_open
+from lab_pages import (KERNEL_STATUS_JS, NOTEBOOK_IMAGES, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, WIDGET_NOTEBOOKS,
+                       _new_page, _open_lab, _wait, _wait_notebook_open)
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACT = ROOT / "test-artifacts" / "lab-audit.json"
@@ -121,24 +128,58 @@ def _summary(nodes: list[dict]) -> dict:
             "rules": {r: {**v, "regions": dict(v["regions"])} for r, v in sorted(rules.items())}}
 
 
-def audit_notebook(page, notebook: str, screenshot: Path | None = None) -> dict:
-    _open_rendered(page, notebook)
-    try:
-        nodes = page.evaluate(AUDIT_JS, AXE_TAGS)
-        if screenshot is not None:        # 1,600 pixels around the first figure (or the top), small enough to look at
-            top = page.evaluate(f"() => {{ const i = document.querySelector('{PANEL} .jp-OutputArea-output img');"
-                                " return i ? Math.max(0, i.getBoundingClientRect().top - 300) : 0; }")
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=screenshot, type="jpeg", quality=60, clip={
-                "x": 0, "y": top, "width": WIDTH, "height": min(1600, page.viewport_size["height"] - top)})
-    finally:
-        _close(page, notebook)
+def _audit_page(page, notebook: str, screenshot: Path | None = None) -> dict:
+    """axe over the open, rendered ``notebook`` in the current theme: the findings, sorted by side."""
+    nodes = page.evaluate(AUDIT_JS, AXE_TAGS)
+    if screenshot is not None:        # 1,600 pixels around the first figure (or the top), small enough to look at
+        top = page.evaluate(f"() => {{ const i = document.querySelector('{PANEL} .jp-OutputArea-output img');"
+                            " return i ? Math.max(0, i.getBoundingClientRect().top - 300) : 0; }")
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=screenshot, type="jpeg", quality=60, clip={
+            "x": 0, "y": top, "width": WIDTH, "height": min(1600, page.viewport_size["height"] - top)})
     content = [n for n in nodes if n["content"] and not n["alt_in_metadata"]]
     return {"content": _summary(content),
             "jupyterlab": _summary([n for n in nodes if not n["content"]]),
             "alt_text_dropped": sum(n["alt_in_metadata"] for n in nodes),
             "failing": [f"{n['impact']} {n['rule']} in cell {n['cell']}: {n['html']}" for n in content
                         if n["impact"] in FAILING_IMPACTS]}
+
+
+# per widget output of the open notebook: the text it shows and whether it drew controls or a picture
+WIDGET_OUTPUTS_JS = f"""() => window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(cell => cell.model.type === 'code')
+  .flatMap(cell => cell.outputArea.widgets.map((view, i) => [view, cell.model.outputs.get(i).toJSON()]))
+  .filter(([view, output]) => output.data && output.data['{WIDGET_MIME}'])
+  .map(([view, output]) => ({{text: view.node.innerText.trim(), fallback: String(output.data['text/plain'] || ''),
+                              live: view.node.querySelectorAll('img, .widget-slider').length}}))"""
+
+
+def without_kernel(page, notebook: str) -> list[str]:
+    """What the open ``notebook`` shows with no kernel, against its file: what is wrong (empty if nothing).
+
+    A widget output shows no controls and no picture then. What it shows instead depends on trust: in a
+    notebook this JupyterLab has not run (a fresh clone's: untrusted), JupyterLab will not use the widget's
+    renderer and shows the output's text form (``VBox(children=(...``, which notebook 00 shows a student);
+    in one it has run and saved (trusted), ipywidgets' "Loading widget..." line."""
+    saved = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    figures = sum("image/png" in o.get("data", {}) for c in saved.cells if c.cell_type == "code" for o in c.outputs)
+    shown = page.evaluate(f"""() => [...document.querySelectorAll('{NOTEBOOK_IMAGES}')]
+                               .filter(i => i.complete && i.naturalWidth > 0).length""")
+    widget_outputs = page.evaluate(WIDGET_OUTPUTS_JS)
+    status = page.evaluate(KERNEL_STATUS_JS).strip()
+    wrong = []
+    if shown != figures:
+        wrong.append(f"{shown} of its {figures} static figure(s) shown, loaded")
+    if len(widget_outputs) != WIDGET_NOTEBOOKS.get(notebook, 0):
+        wrong.append(f"{len(widget_outputs)} widget output(s) in the page, {WIDGET_NOTEBOOKS.get(notebook, 0)} in the file")
+    for i, w in enumerate(widget_outputs):
+        if w["live"]:
+            wrong.append(f"widget output {i} drew {w['live']} control(s) or picture(s) without a kernel")
+        if not (w["text"].startswith("Loading widget") or (w["fallback"] and w["text"] == w["fallback"].strip())):
+            wrong.append(f"widget output {i} shows {w['text'][:80]!r}: neither its text form nor 'Loading widget...'")
+    if not status.startswith("No Kernel"):
+        wrong.append(f"the status bar says {status!r}, not No Kernel")
+    return wrong
 
 
 def _table(report: dict) -> str:
@@ -166,34 +207,50 @@ def _set_theme(page, theme: str) -> None:
           f"'{light}'", f"the theme {theme}", PAGE_TIMEOUT_S)
 
 
-@pytest.mark.parametrize("theme", list(THEMES))
-def test_notebooks_in_jupyterlab_pass_axe(browser, lab, site_npm_packages, theme):
-    """In the light theme, and again in the dark one: there, axe's colour-contrast rule checks that what the
-    course writes (markdown, printed text, the widgets' HTML) stays legible on a dark background; every figure's
-    PNG is opaque white (tests/test_colours.py). A screenshot around each notebook's first figure in the dark theme
-    goes to test-artifacts/lab-dark/, for a person to look at."""
+def test_notebooks_in_jupyterlab_pass_axe_and_show_their_figures_without_a_kernel(browser, lab, site_npm_packages):
+    """In the light theme and in the dark one: there, axe's colour-contrast rule checks that what the course
+    writes (markdown, printed text, the widgets' HTML) stays legible on a dark background; every figure's PNG is
+    opaque white (tests/test_colours.py). A screenshot around each notebook's first figure in the dark theme goes
+    to test-artifacts/lab-dark/, for a person to look at. Each notebook is opened once: audited in the theme the
+    page is in, then in the other (so the theme changes once per notebook, not twice)."""
     started = time.perf_counter()
     page = _new_page(browser, lab)
-    report = {}
+    reports: dict[str, dict] = {theme: {} for theme in THEMES}
+    not_shown = {}
     try:
         page.set_viewport_size({"width": WIDTH, "height": 800})
         _open_lab(page, lab, "audit")
-        _set_theme(page, theme)
+        order = list(THEMES)
+        _set_theme(page, order[0])
         page.add_script_tag(content=axe_source(site_npm_packages))
         for notebook in NOTEBOOKS:
-            report[notebook] = audit_notebook(page, notebook, screenshot=(
-                SCREENSHOTS / f"{Path(notebook).stem}.jpg" if "Dark" in theme else None))
+            _open_rendered(page, notebook)
+            try:
+                not_shown[notebook] = without_kernel(page, notebook)
+                for i, theme in enumerate(order):
+                    if i:
+                        _set_theme(page, theme)
+                    reports[theme][notebook] = _audit_page(page, notebook, screenshot=(
+                        SCREENSHOTS / f"{Path(notebook).stem}.jpg" if "Dark" in theme else None))
+            finally:
+                _close(page, notebook)
+            order.reverse()                  # the next notebook starts in the theme this one ended in
     finally:
         page.context.close()
     seconds = round(time.perf_counter() - started, 1)
-    artifact = THEMES[theme]
-    artifact.parent.mkdir(exist_ok=True)
-    artifact.write_text(json.dumps({"axe_tags": AXE_TAGS, "theme": theme, "seconds": seconds, "notebooks": report},
-                                   indent=1) + "\n")
-    print(f"\naxe-core in JupyterLab ({theme}), {len(report)} notebooks in {seconds} s "
-          f"(details: {artifact.relative_to(ROOT)})")
-    print(_table(report))
-    failing = {notebook: r["failing"] for notebook, r in report.items() if r["failing"]}
-    assert not failing, (f"serious or critical accessibility violations in the course's own content in JupyterLab "
-                         f"({theme}; axe-core, WCAG 2.1 AA):\n"
-                         + "\n".join(f"{nb}: {found}" for nb, found in failing.items()))
+    for theme, artifact in THEMES.items():
+        artifact.parent.mkdir(exist_ok=True)
+        artifact.write_text(json.dumps({"axe_tags": AXE_TAGS, "theme": theme, "seconds_both_themes": seconds,
+                                        "notebooks": reports[theme]}, indent=1) + "\n")
+        print(f"\naxe-core in JupyterLab ({theme}), {len(reports[theme])} notebooks "
+              f"(details: {artifact.relative_to(ROOT)})")
+        print(_table(reports[theme]))
+    print(f"both themes, {len(NOTEBOOKS)} notebooks, in {seconds} s")
+    not_shown = {notebook: wrong for notebook, wrong in not_shown.items() if wrong}
+    assert not not_shown, "opened without a kernel, in JupyterLab:\n" + "\n".join(
+        f"{nb}: {'; '.join(wrong)}" for nb, wrong in not_shown.items())
+    failing = {(theme, notebook): r["failing"] for theme, report in reports.items()
+               for notebook, r in report.items() if r["failing"]}
+    assert not failing, ("serious or critical accessibility violations in the course's own content in JupyterLab "
+                         "(axe-core, WCAG 2.1 AA):\n"
+                         + "\n".join(f"{nb} ({theme}): {found}" for (theme, nb), found in failing.items()))

@@ -26,10 +26,10 @@ same rule, and finding none is a failure), in a throw-away JupyterLab driven by 
    from the live kernel;
 4. presented as slides at 1280x720 (``slideshow.present``, on the same executed notebook, so that
    nothing runs twice): each widget is alone on its slide, which fits the projector; its cell runs
-   again from the slide and its slider brings a new picture there;
-5. opened without a kernel ("No Kernel", e.g. after the kernel was shut down), the notebook shows
-   all its static PNG figures; each widget output shows no controls and no picture then, only
-   ipywidgets' "Loading widget..." line -- which is why every widget has a static figure beside it.
+   again from the slide and its slider brings a new picture there. Then its kernel is shut down.
+
+What a widget notebook shows with no kernel (its static figures, "Loading widget..." where each widget
+was) is checked on every committed notebook by test_lab_audit.py, which opens them all without one.
 
 The phases of a notebook are one test: Run All Cells is the slow part (it is the notebook's whole run
 time), and one run serves them all. Each notebook's test is a class of its own (``TestNotebook_05_...``),
@@ -53,8 +53,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, WIDGET_MIME, WIDGET_NOTEBOOKS, WIDGET_ROOTS, NOTEBOOK_IMAGES,
-                       KERNEL_STATUS_JS, _direction, _move, _new_page, _open_lab, _operate, _other_controls, _run_all,
+from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, WIDGET_MIME, WIDGET_NOTEBOOKS,
+                       _direction, _move, _new_page, _open_lab, _operate, _other_controls, _run_all,
                        _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open, _wait_widgets)
 from keyboard import operate_by_keyboard
 from slideshow import check_heights, present
@@ -189,44 +189,6 @@ def _save_and_reopen(page, notebook: str, lab) -> None:
         widget.screenshot(path=ARTIFACTS / f"{stem}-widget{w}-reopened.png")
 
 
-def _without_kernel(browser, lab, notebook: str) -> None:
-    """Phase 5: with its kernel shut down, opened as "No Kernel": every static figure shows."""
-    stem = Path(notebook).stem
-    assert lab.shut_down_kernels_of(notebook), f"{notebook} had no kernel to shut down"
-    on_disk = nbformat.read(lab.root / notebook, as_version=4)
-    figures = sum("image/png" in o.get("data", {}) for c in on_disk.cells if c.cell_type == "code"
-                  for o in c.outputs)
-    assert figures, f"{notebook} has no static figure"
-    page = _new_page(browser, lab)
-    try:
-        _open_lab(page, lab, f"nokernel-{stem}")
-        page.evaluate("""(nb) => window.jupyterapp.commands.execute('docmanager:open',
-                             {path: nb, kernelPreference: {shouldStart: false, canStart: false}})""", notebook)
-        _wait_notebook_open(page, notebook)
-        _wait_kernel(page, "No Kernel", f"{notebook} opened without a kernel")
-        _wait(page, f"(n) => document.querySelectorAll({json.dumps(NOTEBOOK_IMAGES)}).length === n",
-              f"{figures} static figure(s) of {notebook} to be in the page", PAGE_TIMEOUT_S, arg=figures)
-        images = page.locator(NOTEBOOK_IMAGES)
-        for i in range(figures):
-            image = images.nth(i)
-            image.scroll_into_view_if_needed()
-            _wait(page, "(img) => img.complete && img.naturalWidth > 0", f"static figure {i} of {notebook} to load",
-                  PAGE_TIMEOUT_S, arg=image.element_handle())
-            if i == 0:
-                page.screenshot(path=ARTIFACTS / f"{stem}-no-kernel.png")
-        # no live view without a kernel: ipywidgets 8 leaves a "Loading widget..." line in its place
-        live = page.locator(f"{WIDGET_ROOTS} img, {WIDGET_ROOTS} .widget-slider").count()
-        assert live == 0, f"{notebook}: widgets drew controls or pictures without a kernel"
-        placeholders = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output",
-                                    has_text="Loading widget").count()
-        print(f"{notebook} without a kernel: {figures} static figure(s) shown; "
-              f"{placeholders} of {WIDGET_NOTEBOOKS[notebook]} widget output(s) read 'Loading widget...'")
-        status = page.evaluate(KERNEL_STATUS_JS).strip()
-        assert status.startswith("No Kernel"), f"a kernel started after all: {status!r}"
-    finally:
-        page.context.close()
-
-
 def _write_latency(notebook: str, results: dict, chromium_version: str, run: str) -> None:
     """latency-NN-name.json for this notebook, and latency.json: this run's notebooks so far, merged
     (pytest-xdist may test notebooks on several workers; ``run`` is the same for all of them)."""
@@ -307,8 +269,7 @@ class _WidgetNotebookInLab:
             phase("slides")
         finally:
             page.context.close()
-        _without_kernel(browser, lab, notebook)
-        phase("no kernel")
+        assert lab.shut_down_kernels_of(notebook), f"{notebook} had no kernel to shut down"
         print(f"{notebook}: seconds per phase {seconds}")
         check_heights(notebook, too_tall)
 
