@@ -1,5 +1,5 @@
 """Repository-wide pytest hooks: a per-notebook run-time report, the slowest test files (and the browser
-tests' latency).
+tests' latency), and one run per widget notebook (``pytest_collection_modifyitems``).
 
 nbval turns each notebook cell into one test item; this sums their durations per notebook and
 prints a table at the end of the run (and writes it to test-artifacts/notebook-times.json), so
@@ -25,6 +25,35 @@ def pytest_runtest_logreport(report):
     _file_seconds[path] += report.duration
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration
+    for name, value in report.user_properties:          # a widget notebook that its browser test ran instead
+        if name == "notebook_run_s" and report.when == "call":
+            notebook, seconds = value
+            _notebook_seconds[f"notebooks/{notebook} (Run All in JupyterLab)"] += seconds
+
+
+def _browser_can_run() -> bool:
+    """Playwright and a Chromium are there: the browser tests will run, not skip."""
+    from importlib.util import find_spec
+
+    from testbed import find_chromium
+    return find_spec("playwright") is not None and find_chromium() is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """A widget notebook runs once per session: when its browser test (tests/browser/test_widgets_in_lab.py)
+    is in the session and can run, that test's Run All Cells is the notebook's run, and nbval's items for it
+    are left out. The browser test checks what they would have: no error, every claim (the last cell's
+    assertions), and the outputs of the cells tagged nbval-check-output (tests/browser/checked_outputs.py).
+    Run alone (``pytest notebooks/``, the ``--profiles`` runs) or without a browser, nbval runs them as ever."""
+    in_browser = {item.cls.notebook for item in items
+                  if item.nodeid.startswith("tests/browser/test_widgets_in_lab.py::TestNotebook_")}
+    if not in_browser or not _browser_can_run():
+        return
+    paths = {f"notebooks/{notebook}" for notebook in in_browser}
+    left_out = [item for item in items if item.nodeid.split("::", 1)[0] in paths]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item.nodeid.split("::", 1)[0] not in paths]
 
 
 def pytest_sessionstart(session):

@@ -255,7 +255,8 @@ def _move(page, widget, act, what: str) -> tuple[float, bool]:
     return answer["at"] - started, answer["picture"]
 
 
-def _run_all(page, notebook: str) -> None:
+def _run_all(page, notebook: str) -> float:
+    """Run All Cells in the open ``notebook``; fails on a timeout or an error output. Returns its seconds."""
     started = time.perf_counter()
     outcome = page.evaluate("""async (timeoutMs) => {
         const run = window.jupyterapp.commands.execute('notebook:run-all-cells');
@@ -269,7 +270,9 @@ def _run_all(page, notebook: str) -> None:
     assert outcome == "ok" and not errors, (f"{notebook}: Run All Cells stopped on an error:\n" + "\n".join(errors)
                                             if errors else f"{notebook}: Run All Cells reported a failure, and no "
                                             "cell holds an error output")
-    print(f"{notebook}: Run All Cells took {time.perf_counter() - started:.1f} s in the browser")
+    seconds = time.perf_counter() - started
+    print(f"{notebook}: Run All Cells took {seconds:.1f} s in the browser")
+    return seconds
 
 
 def _wait_widgets(page, notebook: str, when: str) -> object:

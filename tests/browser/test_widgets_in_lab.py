@@ -53,9 +53,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, WIDGET_MIME, WIDGET_NOTEBOOKS,
+from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, WIDGET_NOTEBOOKS,
                        _direction, _move, _new_page, _open_lab, _operate, _other_controls, _run_all,
                        _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open, _wait_widgets)
+from checked_outputs import differences
 from keyboard import operate_by_keyboard
 from slideshow import check_heights, present
 
@@ -159,12 +160,23 @@ def _sliders_redraw(page, notebook: str) -> dict:
     return results
 
 
-def _save_and_reopen(page, notebook: str, lab) -> None:
-    """Phase 3: Save, close, open again (the kernel keeps running): the widgets render and answer."""
-    stem = Path(notebook).stem
+def _save(page, notebook: str) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     _wait(page, "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", f"{notebook} to be saved",
           PAGE_TIMEOUT_S)
+
+
+def _check_outputs(page, notebook: str, lab) -> None:
+    """After Run All: what nbval checks besides errors, on the saved notebook (see checked_outputs.py)."""
+    _save(page, notebook)
+    differ = differences(ROOT / "notebooks" / notebook, lab.root / notebook)
+    assert not differ, f"{notebook}: run in JupyterLab, checked outputs differ from the committed ones:\n" + "\n".join(differ)
+
+
+def _save_and_reopen(page, notebook: str, lab) -> None:
+    """Phase 3: Save, close, open again (the kernel keeps running): the widgets render and answer."""
+    stem = Path(notebook).stem
+    _save(page, notebook)
     saved = nbformat.read(lab.root / notebook, as_version=4)
     views = sum(WIDGET_MIME in o.get("data", {}) for c in saved.cells if c.cell_type == "code" for o in c.outputs)
     assert views == WIDGET_NOTEBOOKS[notebook], f"{notebook}: saved {views} widget outputs"
@@ -238,7 +250,7 @@ class _WidgetNotebookInLab:
 
     notebook: str
 
-    def test_widgets_in_jupyterlab(self, browser, lab, run_id):
+    def test_widgets_in_jupyterlab(self, browser, lab, run_id, record_property):
         notebook = self.notebook
         stem = Path(notebook).stem
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -256,7 +268,9 @@ class _WidgetNotebookInLab:
             _open_lab(page, lab, f"live-{stem}", notebook)
             _wait_kernel(page, "Idle", f"the kernel of {notebook} to start")
             phase("open")
-            _run_all(page, notebook)
+            run_all_s = _run_all(page, notebook)
+            record_property("notebook_run_s", (notebook, run_all_s))   # reported with nbval's (root conftest)
+            _check_outputs(page, notebook, lab)
             phase("run all")
             results = _sliders_redraw(page, notebook)
             _write_latency(notebook, results, browser.version, run_id)
