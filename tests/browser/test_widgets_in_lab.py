@@ -4,8 +4,10 @@ For every notebook whose saved outputs contain a live widget (a code cell with a
 ``application/vnd.jupyter.widget-view+json`` output -- a notebook added later is picked up by the
 same rule, and finding none is a failure), in a throw-away JupyterLab driven by headless Chromium:
 
-1. the notebook runs top to bottom (Run All Cells) without an error, every widget shows up, and
-   moving each of its sliders with the keyboard, choosing another option of each dropdown and
+1. the notebook runs top to bottom (Run All Cells) without an error, and the outputs of its cells
+   tagged ``nbval-check-output`` equal the committed ones as text (``checked_outputs.py``): in
+   ``make test`` this is the notebook's one run, nbval's items for it being left out (the root
+   conftest). Every widget shows up, and moving each of its sliders with the keyboard, choosing another option of each dropdown and
    clicking each toggle button and checkbox brings a redraw from the kernel into the page (a new
    picture, whose bytes differ from the old one's); control -> new picture latency is measured
    over several moves and written to ``test-artifacts/browser/latency.json`` (printed at the end
@@ -28,7 +30,7 @@ same rule, and finding none is a failure), in a throw-away JupyterLab driven by 
    nothing runs twice): each widget is alone on its slide, which fits the projector; its cell runs
    again from the slide and its slider brings a new picture there. Then its kernel is shut down.
 
-What a widget notebook shows with no kernel (its static figures, "Loading widget..." where each widget
+What a widget notebook shows with no kernel (its static figures; text, no controls, where each widget
 was) is checked on every committed notebook by test_lab_audit.py, which opens them all without one.
 
 The phases of a notebook are one test: Run All Cells is the slow part (it is the notebook's whole run
@@ -170,7 +172,8 @@ def _check_outputs(page, notebook: str, lab) -> None:
     """After Run All: what nbval checks besides errors, on the saved notebook (see checked_outputs.py)."""
     _save(page, notebook)
     differ = differences(ROOT / "notebooks" / notebook, lab.root / notebook)
-    assert not differ, f"{notebook}: run in JupyterLab, checked outputs differ from the committed ones:\n" + "\n".join(differ)
+    assert not differ, (f"{notebook}: run in JupyterLab, checked outputs differ from the committed ones:\n"
+                        + "\n".join(differ))
 
 
 def _save_and_reopen(page, notebook: str, lab) -> None:
