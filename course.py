@@ -307,6 +307,25 @@ def _read_record(work: Path) -> dict[str, str]:
     return json.loads(record.read_text()) if record.exists() else {}
 
 
+# A cell tagged "reveal" shows a measurement that answers a "predict, then measure" exercise above it.
+# A student's copy in work/ has those outputs removed, so the answer appears only when the student runs
+# the cell after predicting; the HTML edition folds them (scripts/build_site.py).
+REVEAL_TAG = "reveal"
+
+
+def is_reveal(cell: dict) -> bool:
+    return cell.get("cell_type") == "code" and REVEAL_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def write_student_copy(notebook: Path, destination: Path) -> None:
+    """Copy a course notebook into work/ without the outputs of its reveal cells (plain JSON: the set-up's
+    Python may lack nbformat; written as nbformat writes, so JupyterLab's first save changes nothing)."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    for cell in filter(is_reveal, nb["cells"]):
+        cell["outputs"], cell["execution_count"] = [], None
+    destination.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tuple[list[str], list[str]]:
     """Copy each course notebook that ``work`` lacks into it; never touch an existing copy.
 
@@ -317,7 +336,7 @@ def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tupl
     for notebook in sorted(course.glob("*.ipynb")):
         mine = work / notebook.name
         if not mine.exists():
-            shutil.copy2(notebook, mine)
+            write_student_copy(notebook, mine)
             record[notebook.name] = _fingerprint(notebook)
             copied.append(notebook.name)
         elif record.get(notebook.name) not in (None, _fingerprint(notebook)):
@@ -344,7 +363,7 @@ def reset_work_copy(name: str, course: Path = COURSE_NOTEBOOKS, work: Path = WOR
         old.mkdir(exist_ok=True)
         kept = old / f"{notebook.stem}-{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
         shutil.move(mine, kept)
-    shutil.copy2(notebook, mine)
+    write_student_copy(notebook, mine)
     record = _read_record(work)
     record[notebook.name] = _fingerprint(notebook)
     (work / WORK_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True))

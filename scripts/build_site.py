@@ -69,6 +69,19 @@ def without_widget_outputs(nb: nbformat.NotebookNode) -> int:
     return replaced
 
 
+def fold_reveals(nb: nbformat.NotebookNode) -> int:
+    """Fold the output of each reveal cell (a prediction's measurement) behind myst-nb's "show output"
+    toggle, so a reader meets the question before the answer. Returns how many were folded."""
+    folded = 0
+    for cell in nb.cells:
+        if course.is_reveal(cell) and cell.get("outputs"):
+            tags = cell.metadata.setdefault("tags", [])
+            if "hide-output" not in tags:
+                tags.append("hide-output")
+            folded += 1
+    return folded
+
+
 INDEX = """# seqlab: from recurrent networks to Transformers
 
 A course in {count} notebooks, from why order matters to GPT and BERT: the vanilla RNN and
@@ -103,6 +116,7 @@ def stage(staging: Path) -> tuple[int, int]:
         nb = nbformat.read(path, as_version=4)
         notebook_title(nb)                           # every page needs one: fail here, not in Sphinx
         widgets += without_widget_outputs(nb)
+        fold_reveals(nb)
         nbformat.write(nb, staging / "notebooks" / path.name)
     entries = "\n".join(f"notebooks/{path.stem}" for path in paths)
     (staging / "index.md").write_text(INDEX.format(count=len(paths), entries=entries))

@@ -17,6 +17,10 @@ A notebook is presented as it reads:
 - everything else continues the slide it follows (no slide metadata); the set-up cell (imports) and the final cell of
   assertions run but are not shown.
 
+The final cell of assertions is also out of the student's way when reading: its source is collapsed in
+JupyterLab (``metadata.jupyter.source_hidden``, one click opens it) and folded in the HTML edition (myst-nb's
+``hide-input`` tag); its output, "all claims hold", stays visible.
+
 Solutions stay in their collapsed ``<details>`` block, so an instructor can open one on stage with
 a click. The rule lives here, not in each notebook, so it never drifts: ``make execute``
 (scripts/execute_notebooks.py) applies it, and a test runs ``--check``.
@@ -37,6 +41,7 @@ FENCE = re.compile(r"\s{0,3}(```|~~~)")
 # A cell that continues its slide carries no slide metadata: jupyterlab-slideshow reads a missing
 # slide_type as "continue" (as nbconvert and RISE do) but does not know RISE's "-".
 CONTINUE = "-"
+FOLD_IN_SITE = "hide-input"   # myst-nb: the HTML edition shows the cell's input behind a toggle
 CELL_ID_MAX = 64          # nbformat 4.5: ids are 1-64 characters of [a-zA-Z0-9-_]
 
 
@@ -162,6 +167,14 @@ def apply(nb: nbformat.NotebookNode) -> list[str]:
                 cell.metadata.pop("slideshow", None)
             else:
                 cell.metadata["slideshow"] = {"slide_type": wanted}
+    final = nb.cells[-1]
+    if final.cell_type == "code":
+        if not final.metadata.get("jupyter", {}).get("source_hidden"):
+            changes.append(f"cell {len(nb.cells) - 1} (the final assertions): source collapsed")
+            final.metadata.setdefault("jupyter", {})["source_hidden"] = True
+        if FOLD_IN_SITE not in final.metadata.get("tags", []):
+            changes.append(f"cell {len(nb.cells) - 1} (the final assertions): tagged {FOLD_IN_SITE}")
+            final.metadata.setdefault("tags", []).append(FOLD_IN_SITE)
     if "rise" in nb.metadata:
         # settings of jupyterlab-rise, which the course no longer uses (its slideshow cannot draw widgets)
         changes.append("notebook: RISE settings removed")

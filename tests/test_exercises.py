@@ -29,7 +29,8 @@ def test_reference_solution_passes_and_unfinished_work_is_named(name):
         raise NotImplementedError
 
     result = check(name, unfinished)
-    assert not result and "not written yet" in repr(result)
+    unfinished_says = "no prediction yet" if EXERCISES[name].is_prediction else "not written yet"
+    assert not result and unfinished_says in repr(result)
     assert torch.equal(state, torch.get_rng_state()), f"checking unfinished work on {name} moved the generator"
 
 
@@ -78,3 +79,42 @@ def test_importing_the_exercises_leaves_torchs_global_generator_alone():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     importlib.import_module("seqlab.exercises")
+
+
+PREDICTIONS = sorted(name for name, ex in EXERCISES.items() if ex.is_prediction)
+
+
+@pytest.mark.parametrize("name", PREDICTIONS)
+@pytest.mark.parametrize("not_made", ["None", "NotImplementedError"])
+def test_a_prediction_not_yet_made_gets_no_answer_and_no_hint_and_nothing_is_measured(name, not_made, monkeypatch):
+    """The answer is revealed only after a prediction: the checker neither measures nor prints anything of it."""
+    import dataclasses
+
+    from seqlab.exercises import _core
+
+    def measurement_taken(*args):
+        raise AssertionError(f"{name}: the checker measured before a prediction was made")
+
+    exercise = EXERCISES[name]
+    accept_any = None if exercise.measured is None else dataclasses.replace(exercise.measured, parse=lambda v: v)
+    monkeypatch.setitem(_core.EXERCISES, name, dataclasses.replace(exercise, reference=measurement_taken,
+                                                                    diagnose=measurement_taken, measured=accept_any))
+
+    def no_prediction(*args):
+        if not_made == "None":
+            return None
+        raise NotImplementedError
+
+    result = check(name, no_prediction, measured=None if accept_any is None else "the notebook's measurement")
+    text = repr(result)
+    assert not result and text.startswith(f"… {name}: no prediction yet.")
+    for giveaway in ("should be", "Hint", exercise.hint, "FAIL"):
+        assert giveaway not in text, f"{name}: {giveaway!r} in the message for a prediction not made: {text}"
+
+
+def test_predictions_are_the_predict_exercises_of_the_notebooks():
+    """Each notebook's "predict, then measure" exercises, by name (a renamed one would lose its protection)."""
+    code = "\n".join("".join(c["source"]) for nb in sorted(NOTEBOOKS.glob("*.ipynb"))
+                     for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+    called = set(__import__("re").findall(r'check\(\s*"(predict_\w+)"', code))
+    assert called == set(PREDICTIONS) and len(PREDICTIONS) == 17

@@ -31,7 +31,6 @@ def test_measurement_unigram_blind_5gram_not():
     ("both", "scores every character on its own"),
     ("neither", "reads 4 characters back"),
     ("5gram", "answer with one of"),
-    (None, "answer with one of"),
 ])
 def test_shuffle_prediction_hints(wrong, hint):
     text = failure_message("predict_word_shuffle", lambda: wrong)

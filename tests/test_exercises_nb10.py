@@ -36,7 +36,6 @@ def test_one_head_without_its_measurement_says_which_cell_to_run(measured, error
 
 
 @pytest.mark.parametrize("prediction, hint", [
-    (None, "put two shares in my_prediction"),
     ((50, 50), "not percentages"),
     ((0.125, 0.125), "not stuck at chance"),
     ((0.5, 0.5), "unequal weights"),

@@ -147,7 +147,6 @@ def test_extrapolation_accepts_the_measured_set():
     ({"rope", "sinusoidal"}, ["sinusoidal falls below", "rope falls below", "alibi stays above"]),
     ({"alibi", "nope"}, ["unknown name(s) ['nope']"]),
     ("alibi", ["put a set of names"]),
-    (None, ["put a set of names"]),
 ])
 def test_extrapolation_hints(prediction, hints):
     message = failure_message("predict_extrapolation", lambda: prediction, measured=ACCURACY_AT_64)

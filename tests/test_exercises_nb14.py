@@ -127,7 +127,7 @@ def test_the_right_context_prediction_is_judged_against_the_measurement():
         return failure_message("predict_right_context", lambda: prediction, measured=RIGHT_CONTEXT)
 
     assert check("predict_right_context", lambda: (0.30, 0.25), measured=RIGHT_CONTEXT)
-    assert "put two shares" in message(None)
+    assert "put two shares" in message("both")
     assert "not percentages" in message((32, 21))
     assert "you gave the right side no worth" in message((0.25, 0.3))
     assert "fills about a third" in message((0.6, 0.2))

@@ -70,3 +70,47 @@ def test_nbval_compares_the_exact_outputs_and_only_those(path):
     for i in compared:
         assert "getsource" not in code[i].source, f"{path.name}: code cell {i} prints library source and is compared"
         assert code[i].outputs, f"{path.name}: code cell {i} is tagged but has no output to compare"
+
+
+# -- "predict, then measure": the answer comes after the prediction, never before ---------------------------
+def _prediction_cells(cells) -> list[tuple[str, int, int]]:
+    """(exercise, the cell where the student writes the prediction, the cell that checks it) for each
+    ``check("predict_...", ...)``: the prediction is the last cell at or before the check that sets the
+    variable its ``lambda:`` returns to None, or that defines the function it passes."""
+    found = []
+    for c, cell in enumerate(cells):
+        call = re.search(r'check\(\s*"(predict_\w+)",\s*(?:lambda:\s*(\w+)|(\w+))', cell.source)
+        if cell.cell_type != "code" or not call or "assert" in cell.source:
+            continue
+        name, variable, function = call.groups()
+        written = re.compile(rf"^{variable} = None\b" if variable else rf"^def {function}\(", re.M)
+        p = max(i for i in range(c + 1) if cells[i].cell_type == "code" and written.search(cells[i].source))
+        found.append((name, p, c))
+    return found
+
+
+PREDICTION_CELLS = [(path, *found) for path in NOTEBOOKS
+                    for found in _prediction_cells(nbformat.read(path, as_version=4).cells)]
+
+
+def test_every_prediction_of_the_course_is_found_once():
+    from seqlab.exercises import EXERCISES
+
+    names = [name for _, name, _, _ in PREDICTION_CELLS]
+    assert sorted(names) == sorted(n for n, ex in EXERCISES.items() if ex.is_prediction)
+
+
+@pytest.mark.parametrize("path, name, prediction, checked", PREDICTION_CELLS,
+                         ids=[f"{p.name[:2]}-{n}" for p, n, _, _ in PREDICTION_CELLS])
+def test_a_prediction_is_asked_before_its_answer_is_shown(path, name, prediction, checked):
+    """The committed check says only that no prediction was made; every cell after the prediction up to the
+    check is tagged reveal (a student's work/ copy comes without their outputs; the HTML edition folds them)."""
+    import course
+
+    cells = nbformat.read(path, as_version=4).cells
+    said = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in cells[checked].outputs)
+    assert f"… {name}: no prediction yet." in said and "should be" not in said, said
+    between = [i for i in range(prediction + 1, checked + 1) if cells[i].cell_type == "code"]
+    untagged = [i for i in between if not course.is_reveal(cells[i])]
+    assert not untagged, f"{path.name}: cells {untagged} show {name}'s measurement but are not tagged reveal"
+    assert not course.is_reveal(cells[prediction]), f"{path.name}: the student's prediction cell is tagged reveal"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -109,25 +110,30 @@ def test_lab_settings_overrides_name_real_jupyterlab_settings():
             assert value in allowed and isinstance(value, (str if prop["type"] == "string" else bool))
 
 
+def _nb(label: str, cells: list | None = None) -> str:
+    """A minimal notebook as nbformat writes one (what work copies are compared with)."""
+    return json.dumps({"cells": cells or [], "metadata": {"label": label}}, indent=1, sort_keys=True) + "\n"
+
+
 def _course(tmp_path: Path, *names: str) -> Path:
     course_dir = tmp_path / "notebooks"
     course_dir.mkdir()
     for name in names:
-        (course_dir / name).write_text(f'{{"course": "{name}"}}')
+        (course_dir / name).write_text(_nb(name))
     return course_dir
 
 
 def test_lab_copies_the_notebooks_into_work_and_never_overwrites_a_students_copy(tmp_path):
     course_dir, work = _course(tmp_path, "00-start-here.ipynb", "01-why-sequences.ipynb"), tmp_path / "work"
     assert course.sync_work_copies(course_dir, work) == (["00-start-here.ipynb", "01-why-sequences.ipynb"], [])
-    assert (work / "01-why-sequences.ipynb").read_text() == '{"course": "01-why-sequences.ipynb"}'
+    assert (work / "01-why-sequences.ipynb").read_text() == _nb("01-why-sequences.ipynb")
     (work / "01-why-sequences.ipynb").write_text("the student's answers")
     # a notebook added to the course later is copied; the student's edited copy stays as it is
-    (course_dir / "02-rnn.ipynb").write_text("new")
+    (course_dir / "02-rnn.ipynb").write_text(_nb("new"))
     assert course.sync_work_copies(course_dir, work) == (["02-rnn.ipynb"], [])
     assert (work / "01-why-sequences.ipynb").read_text() == "the student's answers"
     # the course changes a notebook the student has a copy of: said, not overwritten
-    (course_dir / "01-why-sequences.ipynb").write_text("version 2")
+    (course_dir / "01-why-sequences.ipynb").write_text(_nb("version 2"))
     assert course.sync_work_copies(course_dir, work) == ([], ["01-why-sequences.ipynb"])
     assert (work / "01-why-sequences.ipynb").read_text() == "the student's answers"
 
@@ -136,14 +142,46 @@ def test_reset_takes_the_courses_version_and_keeps_the_students_copy(tmp_path):
     course_dir, work = _course(tmp_path, "04-lstm.ipynb", "05-gru.ipynb"), tmp_path / "work"
     course.sync_work_copies(course_dir, work)
     (work / "04-lstm.ipynb").write_text("the student's answers")
-    (course_dir / "04-lstm.ipynb").write_text("version 2")
+    (course_dir / "04-lstm.ipynb").write_text(_nb("version 2"))
     kept = course.reset_work_copy("04", course_dir, work)
-    assert (work / "04-lstm.ipynb").read_text() == "version 2"
+    assert (work / "04-lstm.ipynb").read_text() == _nb("version 2")
     assert kept.parent == work / ".old" and kept.read_text() == "the student's answers"
     assert course.sync_work_copies(course_dir, work) == ([], [])          # up to date again
-    assert course.reset_work_copy("05-gru.ipynb", course_dir, work).read_text() == '{"course": "05-gru.ipynb"}'
+    assert course.reset_work_copy("05-gru.ipynb", course_dir, work).read_text() == _nb("05-gru.ipynb")
     with pytest.raises(SystemExit, match="no single course notebook named '99'.*04-lstm, 05-gru"):
         course.reset_work_copy("99", course_dir, work)
+
+
+def test_work_copies_lose_the_outputs_of_reveal_cells_and_keep_every_other_output(tmp_path):
+    """A prediction's measurement (a cell tagged reveal) is shown only when the student runs it."""
+    def code(tags, text):
+        return {"cell_type": "code", "execution_count": 3, "id": text, "metadata": {"tags": tags}, "source": "x",
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
+
+    cells = [code([], "before"), code(["nbval-check-output", course.REVEAL_TAG], "the answer"), code([], "after")]
+    course_dir = _course(tmp_path, "02-rnn.ipynb")
+    (course_dir / "02-rnn.ipynb").write_text(_nb("02", cells))
+    work = tmp_path / "work"
+    for copy in (lambda: course.sync_work_copies(course_dir, work), lambda: course.reset_work_copy("02", course_dir, work)):
+        copy()
+        got = json.loads((work / "02-rnn.ipynb").read_text())["cells"]
+        assert [c["outputs"] for c in got] == [cells[0]["outputs"], [], cells[2]["outputs"]]
+        assert [c["execution_count"] for c in got] == [3, None, 3]
+    assert course.sync_work_copies(course_dir, work) == ([], [])        # a stripped copy is still up to date
+
+
+def test_every_committed_work_copy_keeps_all_but_the_reveal_outputs(tmp_path):
+    work = tmp_path / "work"
+    course.sync_work_copies(course.COURSE_NOTEBOOKS, work)
+    for notebook in sorted(course.COURSE_NOTEBOOKS.glob("*.ipynb")):
+        original = json.loads(notebook.read_text())["cells"]
+        copied = json.loads((work / notebook.name).read_text())["cells"]
+        assert [c["source"] for c in copied] == [c["source"] for c in original]
+        for before, after in zip(original, copied):
+            if course.is_reveal(before):
+                assert after["outputs"] == [], notebook.name
+            else:
+                assert after == before, notebook.name
 
 
 def test_work_copies_are_ignored_by_git_and_find_the_courses_data_from_anywhere(tmp_path):

@@ -14,8 +14,10 @@ Adding an exercise for another notebook: build an :class:`Exercise` and :func:`r
 that notebook's module, ``seqlab/exercises/nbNN_topic.py``; ``seqlab/exercises/__init__.py``
 imports every ``nb*`` module it finds, so a new file is registered without further edits.
 
-"Predict, then measure" exercises judge a prediction, ``check(name, lambda: my_prediction)``, against a
-measurement; the checker only compares. A fixed experiment lives in :mod:`seqlab.experiments` (run
+"Predict, then measure" exercises (named ``predict_*``) judge a prediction, ``check(name, lambda:
+my_prediction)``, against a measurement; the checker only compares. A prediction not yet made (None, or
+``raise NotImplementedError``) gets a message that holds neither the measurement nor a hint, and the
+measurement is not computed: the answer is shown only after the student has committed to one. A fixed experiment lives in :mod:`seqlab.experiments` (run
 once per process, cached), where the notebook reads it too. A run the notebook makes itself (with the
 student's own settings and seeds) is passed to the check with the prediction::
 
@@ -79,6 +81,11 @@ class Exercise:
     diagnose: Callable[[tuple, Any, Any], str | None] | None = None
     same: Callable[[Any, Any], bool] | None = None
     measured: Measured | None = None
+
+    @property
+    def is_prediction(self) -> bool:
+        """A "predict, then measure" exercise: its answer must never be shown before a prediction is made."""
+        return self.name.startswith("predict_")
 
 
 @dataclass(frozen=True)
@@ -152,22 +159,33 @@ def check(name: str, student_fn: Callable[..., Any], *, measured: Any = None) ->
         return CheckResult(name, False, f"❌ FAIL {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
     same = ex.same or _numbers_close
     for number, case in enumerate(ex.cases, start=1):
-        expected = ex.reference(*given, *copy.deepcopy(case.args))
         call = f"{getattr(student_fn, '__name__', name)}({', '.join(_short(a) for a in case.args)})"
         where = f"❌ FAIL {name}, check {number} of {len(ex.cases)} ({case.what})"
-        try:
+        try:                              # the student's answer first: the reference may be a long measurement
             got = student_fn(*copy.deepcopy(case.args))
         except NotImplementedError:
-            return CheckResult(name, False, f"… {name}: not written yet. Replace `raise NotImplementedError` "
-                                            f"with your code; it should be {ex.signature}.", number)
+            return _not_yet(ex, number)
         except Exception as err:  # the student's code failed: say how, keep the notebook running
             return CheckResult(name, False, f"{where}:\n   {call} raised {type(err).__name__}: {err}\n"
                                             f"   Hint: {case.hint or ex.hint}", number)
+        if got is None and ex.is_prediction:
+            return _not_yet(ex, number)
+        expected = ex.reference(*given, *copy.deepcopy(case.args))
         if not same(got, expected):
             hint = (ex.diagnose((*given, *case.args), got, expected) if ex.diagnose else None) or case.hint or ex.hint
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
                                             f"got {_short(got)}.\n   Hint: {hint}", number)
     return CheckResult(name, True, f"✅ PASS {name}: all {len(ex.cases)} checks pass.")
+
+
+def _not_yet(ex: Exercise, number: int) -> CheckResult:
+    """Unfinished work: what to write, and for a prediction nothing that gives the answer away."""
+    if ex.is_prediction:
+        return CheckResult(ex.name, False, f"… {ex.name}: no prediction yet. Decide, write it down ({ex.signature}), "
+                                           "then run this check again: it compares your prediction with the "
+                                           "measurement and only then shows the measured value.", number)
+    return CheckResult(ex.name, False, f"… {ex.name}: not written yet. Replace `raise NotImplementedError` "
+                                       f"with your code; it should be {ex.signature}.", number)
 
 
 def _measurement(ex: Exercise, measured: Any) -> tuple:

@@ -1,0 +1,247 @@
+"""Schematic pictures of the course's architectures, drawn from source with matplotlib.
+
+Each function returns a :class:`Diagram`, a figure and its alt text, to pass to ``seqlab.notebook.show``::
+
+    show(*lstm_cell())                      # the whole LSTM cell
+    show(*lstm_cell(stage=1))               # built up part by part, as the notebook's equations are
+    show(*lstm_cell(highlight="forget"))    # one part lit, the rest greyed
+
+Matplotlib, not SVG or graphviz, so a diagram is a PNG like every other figure: it renders offline, on
+GitHub, in JupyterLab's light and dark themes (opaque white background), in slides and in the HTML edition,
+with nothing more to install. The labels are the symbols of the notebooks' equations; parts differ by
+label and shape as well as colour, so no meaning rests on hue alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+from seqlab.colours import HIGHLIGHT
+
+__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "lstm_cell", "gru_cell", "unrolled_rnn"]
+
+INK, FADED = "#222222", "#c8c8c8"
+GATE_FILL, CANDIDATE_FILL, STATE_FILL, INPUT_FILL = "#fde0c5", "#dbe9f6", "#e8e8e8", "#d9f0d3"
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A drawn figure and the alt text that says what it shows; unpacks as ``(figure, alt)``."""
+
+    figure: Figure
+    alt: str
+
+    def __iter__(self):
+        return iter((self.figure, self.alt))
+
+
+class _Canvas:
+    """Boxes, operator circles and arrows on one axes; a part is drawn lit, plain or faded."""
+
+    def __init__(self, width: float, height: float, size: tuple[float, float]):
+        self.fig, self.ax = plt.subplots(figsize=size)
+        self.fig.patch.set_facecolor("white")
+        self.ax.set(xlim=(0, width), ylim=(0, height), aspect="equal")
+        self.ax.axis("off")
+
+    @staticmethod
+    def _ink(lit: bool | None) -> tuple[str, float]:
+        return (HIGHLIGHT, 2.6) if lit else (FADED, 1.0) if lit is False else (INK, 1.3)
+
+    def box(self, x, y, text, fill, *, lit=None, w=1.3, h=0.7, fontsize=12):
+        colour, lw = self._ink(lit)
+        self.ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.04",
+                                         facecolor=fill if lit is not False else "white", edgecolor=colour, lw=lw))
+        self.ax.text(x, y, text, ha="center", va="center", fontsize=fontsize,
+                     color=INK if lit is not False else FADED, fontweight="bold" if lit else "normal")
+
+    def op(self, x, y, symbol, *, lit=None, r=0.28):
+        colour, lw = self._ink(lit)
+        self.ax.add_patch(Circle((x, y), r, facecolor="white", edgecolor=colour, lw=lw, zorder=3))
+        self.ax.text(x, y, symbol, ha="center", va="center", fontsize=13, color=colour, zorder=4)
+
+    def line(self, points, *, lit=None, arrow=True):
+        colour, lw = self._ink(lit)
+        for (x0, y0), (x1, y1) in zip(points[:-1], points[1:]):
+            last = (x1, y1) == points[-1]
+            self.ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>" if arrow and last else "-",
+                                              mutation_scale=12, color=colour, lw=lw, shrinkA=0,
+                                              shrinkB=9 if arrow and last else 0, zorder=2))
+
+    def label(self, x, y, text, *, lit=None, fontsize=12, **kw):
+        self.ax.text(x, y, text, fontsize=fontsize, color=INK if lit is not False else FADED,
+                     fontweight="bold" if lit else "normal", **kw)
+
+
+def _state(part: str, highlight: str | None, shown: bool) -> bool | None:
+    """How to draw ``part``: None plain, True lit (the highlighted part), False faded (another part is lit,
+    or the part comes at a later stage of the build-up)."""
+    if not shown:
+        return False
+    if highlight is None:
+        return None
+    return part == highlight
+
+
+# The LSTM's parts in the order notebook 4 builds them, each with the stage at which it appears.
+LSTM_PARTS = {"forget": 1, "input": 1, "output": 1, "candidate": 2, "cell": 3, "hidden": 4}
+_LSTM_STAGES = {1: "the three gates f_t, i_t and o_t, each a sigmoid of [h_{t-1}; x_t]",
+                2: "the candidate c~_t, a tanh of the same vector",
+                3: "the cell update c_t = f_t * c_{t-1} + i_t * c~_t along the top line",
+                4: "the output h_t = o_t * tanh(c_t)"}
+
+
+def lstm_cell(*, stage: int = 4, highlight: str | None = None) -> Diagram:
+    """One LSTM step: ``stage`` 1-4 draws the parts of notebook 4's sections up to that stage (the rest faded);
+    ``highlight`` (one of :data:`LSTM_PARTS`) lights one part and fades the others."""
+    if stage not in _LSTM_STAGES:
+        raise ValueError(f"stage should be 1, 2, 3 or 4, got {stage!r}")
+    if highlight is not None and highlight not in LSTM_PARTS:
+        raise ValueError(f"highlight should be one of {sorted(LSTM_PARTS)} or None, got {highlight!r}")
+    s = {part: _state(part, highlight, LSTM_PARTS[part] <= stage) for part in LSTM_PARTS}
+    c = _Canvas(12.0, 6.6, (9.0, 4.95))
+    c.ax.add_patch(FancyBboxPatch((1.3, 0.9), 9.2, 4.9, boxstyle="round,pad=0.1", facecolor="#fafafa",
+                                  edgecolor="#9a9a9a", lw=1.0, zorder=0))
+    gates = {"forget": (3.0, "$\\sigma$", "$f_t$"), "input": (4.6, "$\\sigma$", "$i_t$"),
+             "candidate": (6.2, "tanh", "$\\tilde c_t$"), "output": (7.8, "$\\sigma$", "$o_t$")}
+    # the shared input [h_{t-1}; x_t]: h_{t-1} from the left along the bottom, x_t from below
+    inputs = s["forget"]
+    c.label(0.1, 1.35, "$h_{t-1}$", lit=inputs, va="center")
+    c.line([(0.75, 1.35), (2.2, 1.35), (7.8, 1.35)], lit=inputs, arrow=False)
+    c.label(2.1, 0.1, "$x_t$", lit=inputs)
+    c.line([(2.2, 0.45), (2.2, 1.35)], lit=inputs, arrow=False)
+    for part, (x, f, name) in gates.items():
+        c.line([(x, 1.35), (x, 2.05)], lit=s[part])
+        c.box(x, 2.4, f, CANDIDATE_FILL if part == "candidate" else GATE_FILL, lit=s[part], w=1.15)
+        c.label(x - 0.5, 2.95, name, lit=s[part], fontsize=11, ha="right")
+    # the cell state's line along the top: c_{t-1} -> (x f_t) -> (+ i_t * c~_t) -> c_t
+    cell = s["cell"]
+    c.label(0.1, 5.0, "$c_{t-1}$", lit=cell, va="center")
+    c.line([(0.75, 5.0), (2.72, 5.0)], lit=cell)
+    c.op(3.0, 5.0, "×", lit=cell)
+    c.line([(3.0, 2.75), (3.0, 4.72)], lit=cell if s["cell"] is not None else s["forget"])
+    c.line([(3.28, 5.0), (5.12, 5.0)], lit=cell)
+    c.op(5.4, 5.0, "+", lit=cell)
+    c.op(5.4, 3.65, "×", lit=cell)
+    c.line([(4.6, 2.75), (4.6, 3.65), (5.12, 3.65)], lit=cell)
+    c.line([(6.2, 2.75), (6.2, 3.65), (5.68, 3.65)], lit=cell)
+    c.line([(5.4, 3.93), (5.4, 4.72)], lit=cell)
+    c.line([(5.68, 5.0), (11.3, 5.0)], lit=cell)
+    c.label(11.35, 5.0, "$c_t$", lit=cell, va="center")
+    # the output: h_t = o_t * tanh(c_t)
+    hidden = s["hidden"]
+    c.line([(9.3, 5.0), (9.3, 4.32)], lit=hidden)
+    c.box(9.3, 4.0, "tanh", CANDIDATE_FILL, lit=hidden, w=0.95, h=0.55, fontsize=11)
+    c.line([(9.3, 3.72), (9.3, 2.68)], lit=hidden)
+    c.op(9.3, 2.4, "×", lit=hidden)
+    c.line([(8.375, 2.4), (9.02, 2.4)], lit=hidden if hidden is not None else s["output"])
+    c.line([(9.3, 2.12), (9.3, 1.35), (11.3, 1.35)], lit=hidden)
+    c.label(11.35, 1.35, "$h_t$", lit=hidden, va="center")
+    c.line([(10.7, 1.35), (10.7, 6.3)], lit=hidden)
+    c.label(10.55, 6.2, "$h_t$ to the next layer", lit=hidden, fontsize=10, ha="right", va="center")
+    alt = ("Diagram of one LSTM step. Along the bottom the previous hidden state h_{t-1} and the input x_t form one "
+           "vector, which feeds four boxes side by side: sigmoid gates f_t (forget), i_t (input), o_t (output) and "
+           "the tanh candidate c~_t. Along the top the cell state runs from c_{t-1} on the left to c_t on the right, "
+           "touched only by a multiplication by f_t and an addition of i_t times c~_t: no weight matrix on that line. "
+           "On the right, tanh(c_t) times o_t gives h_t, which leaves to the right and upwards.")
+    if stage < 4:
+        alt += f" Drawn up to stage {stage} of 4: {_LSTM_STAGES[stage]}; the later parts are faded."
+    if highlight:
+        alt += f" The {highlight} part is outlined in red and bold; the rest is faded."
+    return Diagram(c.fig, alt)
+
+
+GRU_PARTS = ("reset", "update", "candidate", "hidden")
+
+
+def gru_cell(*, highlight: str | None = None) -> Diagram:
+    """One GRU step in torch's convention, h_t = (1 - z_t) * n_t + z_t * h_{t-1}; ``highlight`` (one of
+    :data:`GRU_PARTS`) lights one part and fades the others."""
+    if highlight is not None and highlight not in GRU_PARTS:
+        raise ValueError(f"highlight should be one of {list(GRU_PARTS)} or None, got {highlight!r}")
+    s = {part: _state(part, highlight, True) for part in GRU_PARTS}
+    c = _Canvas(12.0, 6.6, (9.0, 4.95))
+    c.ax.add_patch(FancyBboxPatch((1.3, 0.9), 9.2, 4.9, boxstyle="round,pad=0.1", facecolor="#fafafa",
+                                  edgecolor="#9a9a9a", lw=1.0, zorder=0))
+    # h_{t-1} runs along the top (kept by z_t) and down into the gates; x_t from below
+    hid, cand = s["hidden"], s["candidate"]
+    c.label(0.1, 5.0, "$h_{t-1}$", va="center")
+    c.line([(0.75, 5.0), (5.72, 5.0)], lit=hid)
+    c.line([(2.2, 5.0), (2.2, 1.35), (7.6, 1.35)], arrow=False)
+    c.label(1.7, 0.1, "$x_t$")
+    c.line([(1.8, 0.45), (1.8, 1.35), (2.2, 1.35)], arrow=False)
+    for part, x, name in (("reset", 3.2, "$r_t$"), ("update", 4.6, "$z_t$")):
+        c.line([(x, 1.35), (x, 2.05)], lit=s[part])
+        c.box(x, 2.4, "$\\sigma$", GATE_FILL, lit=s[part], w=1.0)
+        c.label(x - 0.45, 2.95, name, lit=s[part], fontsize=11, ha="right")
+    # candidate n_t = tanh(W_in x_t + r_t * (W_hn h_{t-1})): r_t scales the recurrent part only
+    c.op(6.2, 3.3, "×", lit=cand)
+    c.line([(3.2, 2.75), (3.2, 3.3), (5.92, 3.3)], lit=cand if cand is not None else s["reset"])
+    c.line([(6.2, 1.35), (6.2, 3.02)], lit=cand)
+    c.label(6.3, 2.05, "$W_{hn} h_{t-1}$", fontsize=9, lit=cand)
+    c.line([(6.48, 3.3), (7.12, 3.3)], lit=cand)
+    c.line([(7.6, 1.35), (7.6, 2.98)], lit=cand)
+    c.label(7.7, 2.05, "$W_{in} x_t$", fontsize=9, lit=cand)
+    c.box(7.6, 3.3, "tanh", CANDIDATE_FILL, lit=cand, w=0.95, h=0.6, fontsize=11)
+    c.label(8.2, 2.85, "$n_t = \\tilde h_t$", lit=cand, fontsize=11)
+    c.line([(8.075, 3.3), (9.3, 3.3), (9.3, 3.92)], lit=cand if cand is not None else hid)
+    # h_t = z_t * h_{t-1} + (1 - z_t) * n_t: what is kept and what is written add up to one
+    upd = hid if hid is not None else s["update"]
+    c.op(6.0, 5.0, "×", lit=hid)
+    c.line([(4.6, 2.75), (4.6, 4.3), (6.0, 4.3), (6.0, 4.72)], lit=upd)
+    c.line([(6.0, 4.3), (7.35, 4.3)], lit=upd, arrow=False)
+    c.box(7.75, 4.3, "$1-$", GATE_FILL, lit=upd, w=0.75, h=0.45, fontsize=10)
+    c.line([(8.125, 4.3), (9.02, 4.3)], lit=upd)
+    c.op(9.3, 4.2, "×", lit=hid)
+    c.line([(6.28, 5.0), (9.02, 5.0)], lit=hid)
+    c.op(9.3, 5.0, "+", lit=hid)
+    c.line([(9.3, 4.48), (9.3, 4.72)], lit=hid)
+    c.line([(9.58, 5.0), (11.3, 5.0)], lit=hid)
+    c.label(11.35, 5.0, "$h_t$", va="center", lit=hid)
+    alt = ("Diagram of one GRU step, in torch's convention. The previous state h_{t-1} runs along the top from left "
+           "to right and, with the input x_t, feeds two sigmoid gates along the bottom: the reset gate r_t and the "
+           "update gate z_t. r_t multiplies the recurrent part W_hn h_{t-1} before the tanh that makes the candidate "
+           "n_t. On the top line the new state is a mix: z_t times h_{t-1} plus (1 - z_t) times n_t, so what is kept "
+           "and what is written add up to one. There is no separate cell state: h_t is the memory.")
+    if highlight:
+        alt += f" The {highlight} part is outlined in red and bold; the rest is faded."
+    return Diagram(c.fig, alt)
+
+
+def unrolled_rnn(steps: int = 4, *, gradient: bool = True) -> Diagram:
+    """A vanilla RNN unrolled over ``steps`` steps with one loss at the end; ``gradient`` draws the way
+    dL/dh_t travels back through W_h (backpropagation through time)."""
+    if not 2 <= steps <= 8:
+        raise ValueError(f"steps should be between 2 and 8, got {steps!r}")
+    gap, x0 = 2.0, 0.6                      # x0: h_0's centre
+    c = _Canvas(gap * steps + 1.6, 4.4, (min(2.1 * steps + 1.8, 11.5), 3.9))
+    for t in range(1, steps + 1):
+        x = x0 + gap * t
+        c.box(x, 0.7, f"$x_{{{t}}}$", INPUT_FILL, w=0.9, h=0.6)
+        c.box(x, 2.0, f"$h_{{{t}}}$", STATE_FILL, w=0.9, h=0.6)
+        c.line([(x, 1.0), (x, 1.7)])
+        c.label(x + 0.08, 1.25, "$W_x$", fontsize=9)
+        c.line([(x - gap + 0.45, 2.0), (x - 0.45, 2.0)])
+        c.label(x - gap / 2 - 0.2, 2.12, "$W_h$", fontsize=9)
+    c.box(x0, 2.0, "$h_0$", "white", w=0.7, h=0.6)
+    last = x0 + gap * steps
+    c.box(last, 3.5, "$L_T$", GATE_FILL, w=0.9, h=0.6)
+    c.line([(last, 2.3), (last, 3.2)])
+    alt = (f"Diagram of a vanilla RNN unrolled over {steps} time steps: inputs x_1 to x_{steps} along the bottom, states "
+           f"h_1 to h_{steps} in a row above them, each state computed from the previous one through the same W_h and "
+           f"from its input through the same W_x, and a loss L_T on the last state.")
+    if gradient:
+        y = 2.75
+        c.line([(last - 0.25, 3.2), (last - 0.25, y), (x0 + gap, y)], lit=True)
+        for t in range(1, steps):
+            c.label(x0 + gap * t + gap / 2, y + 0.12, "$\\times W_h^\\top D_t$", lit=True, fontsize=9, ha="center")
+        c.label(x0 + gap, y + 0.6, "$\\partial L_T / \\partial h_t$ travels back; $D_t = \\mathrm{diag}(\\tanh')$",
+                lit=True, fontsize=10)
+        alt += (" A red arrow runs from the loss back along the row of states, from h_T to h_1, and between every two "
+                "states it is multiplied by W_h transposed and by the tanh derivatives: the product that can shrink "
+                "or grow with the distance.")
+    return Diagram(c.fig, alt)

@@ -1,0 +1,77 @@
+"""The architecture diagrams: labelled with the equations' symbols, lit where asked, with alt text."""
+
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.colors import same_color
+
+from seqlab.colours import HIGHLIGHT
+from seqlab.diagrams import GRU_PARTS, LSTM_PARTS, Diagram, gru_cell, lstm_cell, unrolled_rnn
+
+matplotlib.use("Agg")
+
+
+def texts(diagram: Diagram) -> str:
+    return " ".join(t.get_text() for t in diagram.figure.axes[0].texts)
+
+
+def lit_artists(diagram: Diagram) -> int:
+    ax = diagram.figure.axes[0]
+    return sum(same_color(p.get_edgecolor(), HIGHLIGHT) for p in ax.patches)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.mark.parametrize("draw, symbols", [
+    (lstm_cell, ["$f_t$", "$i_t$", "$o_t$", "$\\tilde c_t$", "$c_{t-1}$", "$c_t$", "$h_{t-1}$", "$h_t$", "$x_t$"]),
+    (gru_cell, ["$r_t$", "$z_t$", "\\tilde h_t", "$h_{t-1}$", "$h_t$", "$x_t$", "$1-$"]),
+    (unrolled_rnn, ["$h_0$", "$h_{1}$", "$x_{4}$", "$L_T$", "$W_h$", "$W_x$", "\\partial L_T / \\partial h_t"]),
+])
+def test_each_diagram_carries_the_symbols_of_its_equations_and_alt_text(draw, symbols):
+    diagram = draw()
+    figure, alt = diagram                                   # unpacks for show(*diagram)
+    assert figure is diagram.figure and len(alt.split()) > 40
+    assert all(symbol in texts(diagram) for symbol in symbols), [s for s in symbols if s not in texts(diagram)]
+    assert same_color(figure.get_facecolor(), "white")      # opaque: legible on a dark theme
+    if draw is not unrolled_rnn:                            # (its gradient path is drawn lit by default)
+        assert lit_artists(diagram) == 0                    # nothing lit unless asked
+
+
+@pytest.mark.parametrize("part", list(LSTM_PARTS))
+def test_an_lstm_part_lights_up_and_the_alt_text_says_which(part):
+    diagram = lstm_cell(highlight=part)
+    assert lit_artists(diagram) >= 1 and f"The {part} part is outlined" in diagram.alt
+
+
+@pytest.mark.parametrize("part", GRU_PARTS)
+def test_a_gru_part_lights_up(part):
+    assert lit_artists(gru_cell(highlight=part)) >= 1
+
+
+def test_the_lstm_is_built_up_in_four_stages_the_later_parts_faded():
+    faded = [sum(same_color(t.get_color(), "#c8c8c8") for t in lstm_cell(stage=s).figure.axes[0].texts)
+             for s in (1, 2, 3, 4)]
+    assert faded[0] > faded[1] > faded[2] > faded[3] == 0
+    assert "stage 1 of 4" in lstm_cell(stage=1).alt and "stage" not in lstm_cell().alt
+
+
+def test_the_gradient_path_is_optional():
+    assert lit_artists(unrolled_rnn(3, gradient=False)) == 0 < lit_artists(unrolled_rnn(3))
+    assert "red arrow" in unrolled_rnn(3).alt and "red arrow" not in unrolled_rnn(3, gradient=False).alt
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: lstm_cell(stage=5), "stage should be 1, 2, 3 or 4, got 5"),
+    (lambda: lstm_cell(highlight="peephole"), "highlight should be one of .* got 'peephole'"),
+    (lambda: gru_cell(highlight="forget"), "highlight should be one of .* got 'forget'"),
+    (lambda: unrolled_rnn(1), "steps should be between 2 and 8, got 1"),
+])
+def test_bad_arguments_say_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
