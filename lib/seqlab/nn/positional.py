@@ -49,6 +49,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from seqlab.nn.transformer_checks import check_heads
+
 #: The names :func:`positional_encoding` knows, in the order the course introduces them.
 POSITIONAL_ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi")
 
@@ -349,8 +351,7 @@ def positional_encoding(name: str, *, d_model: int, num_heads: int, max_len: int
     """
     if name not in POSITIONAL_ENCODINGS:
         raise ValueError(f"unknown positional encoding {name!r}; expected one of {POSITIONAL_ENCODINGS}")
-    if num_heads < 1 or d_model % num_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
+    check_heads(d_model, num_heads, names=("d_model", "num_heads"))
     if name == "none":
         return NoPositionalEncoding()
     if name == "sinusoidal":
