@@ -49,7 +49,7 @@ from seqlab.decoding import sample_next
 from seqlab.modes import evaluating
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import AttentionCache, KVCache
-from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
+from seqlab.nn.positional import check_positional, positional_encoding
 from seqlab.nn.transformer_checks import check_heads
 from seqlab.nn.transformer_layers import ACTIVATIONS, TransformerEncoderLayer
 
@@ -119,8 +119,7 @@ class GPTConfig:
         check_heads(self.d_model, self.nhead)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout}")
-        if self.positional not in POSITIONAL_ENCODINGS:
-            raise ValueError(f"unknown positional encoding {self.positional!r}; expected one of {POSITIONAL_ENCODINGS}")
+        check_positional(self.positional)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; expected one of {tuple(ACTIVATIONS)}")
 
