@@ -11,7 +11,7 @@ from seqlab.exercises import EXERCISES, check
 from seqlab.exercises import nb11_positional as nb11
 from seqlab.exercises.nb11_positional import ROPE_MISTAKES, _rope_head_variant, measure_alibi_self_weight
 from seqlab.nn.attention import attend
-from seqlab.nn.positional import ALiBi, RotaryPositionalEncoding, rotate_pairs, frequencies, sinusoidal_table
+from seqlab.nn.positional import POSITIONAL_ENCODINGS, ALiBi, RotaryPositionalEncoding, rotate_pairs, frequencies, sinusoidal_table
 
 from exercise_helpers import failure_message, measurement_error
 
@@ -130,6 +130,10 @@ def test_the_prediction_is_judged_against_the_measurement():
     assert "between 0 and 1" in failure_message("predict_alibi_self_weight", lambda: 1.5)
     assert "as a number" in failure_message("predict_alibi_self_weight", lambda: "0.4")
     assert "as a number" in failure_message("predict_alibi_self_weight", lambda: True)
+
+
+def test_the_exercise_names_the_encodings_the_model_builds():
+    assert nb11.ENCODING_NAMES is POSITIONAL_ENCODINGS
 
 
 def test_extrapolation_accepts_the_measured_set():

@@ -45,9 +45,10 @@ def test_config_defaults_round_trip_and_validation():
         GPTConfig.from_dict({**c.to_dict(), "depth": 3})
     with pytest.raises(TypeError, match=r"\['n_head', 'n_layer'\]; n_head is nhead here; n_layer is num_layers here"):
         GPTConfig(vocab_size=5, n_layer=2, n_head=2)                     # nanoGPT's names: say torch.nn's
-    with pytest.raises(ValueError, match="d_model must be divisible by nhead.*d_model=30, nhead=4"):
+    with pytest.raises(ValueError, match=r"d_model must be divisible by nhead.*got d_model=30, nhead=4; nhead could "
+                                         r"be one of \[1, 2, 3, 5, 6, 10, 15, 30\]"):
         GPTConfig(vocab_size=5, d_model=30, nhead=4)
-    with pytest.raises(ValueError, match="unknown positional encoding 'relative'"):
+    with pytest.raises(ValueError, match=r"unknown positional encoding 'relative'; expected one of \('none', "):
         GPTConfig(vocab_size=5, positional="relative")
     with pytest.raises(ValueError, match=r"dropout must be a probability in \[0, 1\), got 1.5"):
         GPTConfig(vocab_size=5, dropout=1.5)

@@ -248,5 +248,6 @@ def test_bert_encoder_says_what_is_wrong_with_its_input(call, message):
 def test_unsupported_configs_are_refused():
     with pytest.raises(ValueError, match="only hidden_act='gelu' is supported, got 'relu'"):
         BertConfig.from_hf_config({"hidden_act": "relu"})
-    with pytest.raises(ValueError, match="d_model must be divisible by nhead"):
+    with pytest.raises(ValueError, match=r"d_model must be divisible by nhead .*got d_model=10, nhead=3; nhead could "
+                                         r"be one of \[1, 2, 5, 10\]"):
         BertConfig(d_model=10, nhead=3)

@@ -128,8 +128,9 @@ def test_longer_than_max_len_is_fine_without_a_learned_table():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(d_model=18, nhead=4), "divisible by nhead"),
-    (dict(positional="relative"), "unknown positional encoding 'relative'"),
+    (dict(d_model=18, nhead=4), r"d_model must be divisible by nhead .*got d_model=18, nhead=4;"),
+    (dict(d_model=16, nhead=0), r"d_model must be divisible by nhead .*got d_model=16, nhead=0;"),
+    (dict(positional="relative"), r"unknown positional encoding 'relative'; expected one of \('none', "),
     (dict(readout="last"), "readout must be one of"),
 ])
 def test_bad_configs_are_named(overrides, message):

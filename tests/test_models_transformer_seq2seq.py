@@ -180,8 +180,10 @@ def test_bad_input_gets_a_clear_error(call, message):
 
 
 def test_bad_configurations_are_refused():
-    with pytest.raises(ValueError, match="divisible by nhead"):
+    with pytest.raises(ValueError, match=r"d_model must be divisible by nhead .*got d_model=18, nhead=4;"):
         TransformerSeq2Seq(TransformerSeq2SeqConfig(V, V, d_model=18, nhead=4))
+    with pytest.raises(ValueError, match=r"d_model must be divisible by nhead .*got d_model=16, nhead=0;"):
+        TransformerSeq2Seq(TransformerSeq2SeqConfig(V, V, d_model=16, nhead=0))
     with pytest.raises(ValueError, match="src_vocab_size=13 and tgt_vocab_size=14"):
         TransformerSeq2Seq(TransformerSeq2SeqConfig(V, V + 1, share_embeddings=True))
     with pytest.raises(ValueError, match="even d_model"):

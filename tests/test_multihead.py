@@ -325,7 +325,9 @@ def test_forward_reads_like_the_equations():
 
 
 def test_errors_name_what_was_expected_and_what_came():
-    with pytest.raises(ValueError, match=r"embed_dim must be divisible by num_heads.*embed_dim=10, num_heads=4"):
+    with pytest.raises(ValueError, match=r"embed_dim must be divisible by num_heads \(each head gets embed_dim / "
+                                         r"num_heads features\), got embed_dim=10, num_heads=4; num_heads could be "
+                                         r"one of \[1, 2, 5, 10\]"):
         MultiheadAttention(10, 4)
     with pytest.raises(ValueError, match=r"positive"):
         MultiheadAttention(0, 1)

@@ -559,6 +559,81 @@ def test_fused_path_refuses_a_step_whose_cache_keys_differ_from_cache_names():
     model(torch.randn(5, 2, 3))
 
 
+def test_fused_path_refuses_a_step_that_carries_a_tensor_requiring_grad():
+    """The fused backward returns no gradient for a tensor bound into the step: it must fail, not freeze it."""
+    from functools import partial
+
+    from seqlab.nn.bptt import scan_fused
+    from seqlab.nn.lstm import lstm_projected_step
+
+    weight_hr = torch.randn(2, 4, requires_grad=True)
+    step = partial(lstm_projected_step, weight_hr=weight_hr)
+    xw, state, weight_hh = torch.randn(5, 3, 16), (torch.zeros(3, 2), torch.zeros(3, 4)), torch.randn(16, 2)
+    args = (xw, state, weight_hh, None, None, LSTM.cache_names)
+    with pytest.raises(RuntimeError, match=r"the fused path got a step whose keyword argument 'weight_hr' of "
+                                           r"partial\('lstm_projected_step'\) \(shape \(2, 4\)\) requires grad: .*"
+                                           r"Use the plain path \(model.fused = False\), or declare it as a "
+                                           r"weight of the cell \(RecurrentBase.cell_weight_shapes\)"):
+        scan_fused("LSTM", step, *args, hh_grad_is_xw_grad=True)
+    with torch.no_grad():                                 # no gradient to lose
+        scan_fused("LSTM", step, *args, hh_grad_is_xw_grad=True)
+    scan_fused("LSTM", partial(lstm_projected_step, weight_hr=weight_hr.detach()), *args, hh_grad_is_xw_grad=True)
+
+    class ClosureLSTM(LSTM):                               # reads its projection from a closure, undeclared
+        def _step(self):
+            weight = self.weight_hr_l0
+            return lambda xw_t, state, w_hh, b_hh: lstm_projected_step(xw_t, state, w_hh, b_hh, weight_hr=weight)
+
+        def cell_weight_shapes(self):
+            return {}
+
+    model = ClosureLSTM(3, 4, proj_size=2)
+    model.register_parameter("weight_hr_l0", torch.nn.Parameter(torch.randn(2, 4)))
+    with pytest.raises(RuntimeError, match=r"closure variable 'weight' of \S*ClosureLSTM._step.<locals>.<lambda> "
+                                           r"\(shape \(2, 4\)\) requires grad"):
+        model(torch.randn(5, 2, 3))
+    model.fused = False
+    model(torch.randn(5, 2, 3))[0].sum().backward()
+    assert model.weight_hr_l0.grad.abs().max() > 0
+
+
+def peephole_lstm_step(xw_t, state, weight_hh, bias_hh=None, *, weight_ch):
+    """An LSTM step with peepholes: i, f see c_{t-1} and o sees c_t through the rows of ``weight_ch`` (3, H)."""
+    h_prev, c_prev = state
+    gates = torch.addmm(xw_t, h_prev, weight_hh.t()) + (0 if bias_hh is None else bias_hh)
+    a_i, a_f, a_g, a_o = gates.chunk(4, dim=1)
+    i, f = torch.sigmoid(a_i + weight_ch[0] * c_prev), torch.sigmoid(a_f + weight_ch[1] * c_prev)
+    g = torch.tanh(a_g)
+    c = f * c_prev + i * g
+    o, tanh_c = torch.sigmoid(a_o + weight_ch[2] * c), torch.tanh(c)
+    return (o * tanh_c, c), {"i": i, "f": f, "g": g, "o": o, "c": c, "tanh_c": tanh_c}
+
+
+class PeepholeLSTM(LSTM):
+    """A new cell variant: it declares its extra weight, and the layer registers, binds and routes it."""
+
+    def _step(self):
+        return peephole_lstm_step
+
+    def cell_weight_shapes(self):
+        return {"weight_ch": (3, self.hidden_size)}
+
+
+def test_a_cell_that_declares_its_weights_gets_their_gradients_on_the_default_path():
+    torch.manual_seed(0)
+    fused, plain = PeepholeLSTM(I, H, num_layers=2, bidirectional=True), PeepholeLSTM(I, H, num_layers=2,
+                                                                                       bidirectional=True)
+    plain.load_state_dict(fused.state_dict())
+    plain.fused = False
+    assert [n for n in dict(fused.named_parameters()) if n.startswith("weight_ch")] == \
+        ["weight_ch_l0", "weight_ch_l0_reverse", "weight_ch_l1", "weight_ch_l1_reverse"]
+    assert [len(group) for group in fused.all_weights] == [5] * 4
+    x, lengths = leaf(T, B, I, seed=1), torch.tensor([5, 2, 3])
+    a, b = run(fused, x, lengths=lengths), run(plain, x, lengths=lengths)
+    assert all(g.abs().max() > 0 for g in a[2].values()), "a parameter got no gradient"
+    assert max_error(a, b) == 0
+
+
 def test_lstm_backward_names_match_the_chain_rule():
     """d_i, d_f, d_g, d_o from lstm_step_backward equal autograd's gradients of the pre-activations."""
     from seqlab.nn.lstm import lstm_backward_prepare, lstm_step, lstm_step_backward
@@ -614,6 +689,7 @@ def test_projected_lstm_matches_torch(num_layers, bidirectional, batch_first, wi
     assert got[0].shape[-1] == (2 if bidirectional else 1) * P
     assert [s.shape for s in got[1]] == [(rows, B, P), (rows, B, H)]
     assert any(k.startswith("weight_hr") for k in got[2])
+    assert all(g.abs().max() > 0 for g in got[2].values()), "a parameter got no gradient"
     assert max_error(expected, got) <= TOL
 
 

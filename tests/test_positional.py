@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -319,7 +320,13 @@ def test_factory_builds_each_encoding():
 def test_factory_errors():
     with pytest.raises(ValueError, match=r"unknown positional encoding 'absolute'; expected one of \('none'"):
         positional_encoding("absolute", d_model=8, num_heads=2, max_len=4)
-    with pytest.raises(ValueError, match="d_model=10 must be divisible by num_heads=4"):
+    for bad in (None, ["rope"], "RoPE"):                 # any unknown value ends in the same error
+        with pytest.raises(ValueError, match=rf"unknown positional encoding {re.escape(repr(bad))}; expected one of "
+                                             r"\('none', 'sinusoidal', 'learned', 'rope', 'alibi'\)"):
+            positional_encoding(bad, d_model=8, num_heads=2, max_len=4)
+    with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads \(each head gets d_model / "
+                                         r"num_heads features\), got d_model=10, num_heads=4; num_heads could be "
+                                         r"one of \[1, 2, 5, 10\]"):
         positional_encoding("rope", d_model=10, num_heads=4, max_len=4)
     with pytest.raises(ValueError, match="head_dim must be even, got head_dim=3"):
         positional_encoding("rope", d_model=6, num_heads=2, max_len=4)

@@ -364,7 +364,8 @@ def test_activation_module_adds_no_parameters():
 
 
 def test_errors_name_what_was_expected_and_what_came():
-    with pytest.raises(ValueError, match=r"d_model must be divisible by nhead.*d_model=10, nhead=4"):
+    with pytest.raises(ValueError, match=r"d_model must be divisible by nhead.*got d_model=10, nhead=4; nhead could "
+                                         r"be one of \[1, 2, 5, 10\]"):
         TransformerEncoderLayer(10, 4)
     with pytest.raises(ValueError, match=r"unknown activation 'tanh': expected one of \('relu', 'gelu'\) or a callable"):
         TransformerDecoderLayer(D, H, activation="tanh")

@@ -236,10 +236,10 @@ def count_recurrent_steps(layer: nn.Module, *inputs: Any, **kwargs: Any) -> int:
     plain_step = layer._step()
     calls = 0
 
-    def counted_step(*args: Any) -> Any:
+    def counted_step(*args: Any, **cell_weights: Any) -> Any:
         nonlocal calls
         calls += 1
-        return plain_step(*args)
+        return plain_step(*args, **cell_weights)
 
     layer._step = lambda: counted_step          # an instance attribute shadows the class's method
     try:

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from seqlab.exercises._core import (Case, Exercise, Measured, first_difference, randn64, register, tensor_hint,
                                    tensors_close)
+from seqlab.nn.positional import POSITIONAL_ENCODINGS
 
 
 def _close(a: Any, b: Tensor) -> bool:
@@ -260,7 +261,7 @@ register(Exercise(
 
 
 # -- 4. predict, then measure (section 9): which encodings still work at four times the training length? ----
-ENCODING_NAMES = ("none", "sinusoidal", "learned", "rope", "alibi")
+ENCODING_NAMES = POSITIONAL_ENCODINGS    # the names seqlab.nn.positional builds: one list for the model and the check
 WORKS = 0.9                        # "still works": accuracy above 0.9 on sequences of 64 (mean of positions and seeds)
 
 

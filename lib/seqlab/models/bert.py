@@ -60,6 +60,7 @@ from seqlab.checks import check_id_range, check_ids, check_lengths, load_state_d
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import padding_mask, to_additive
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+from seqlab.nn.transformer_checks import check_heads
 
 __all__ = ["BertConfig", "BertEncoder", "BertForMaskedLM", "BertOutput", "convert_hf_state_dict", "load_hf_bert"]
 
@@ -85,9 +86,7 @@ class BertConfig:
         if min(self.vocab_size, self.d_model, self.nhead, self.num_layers, self.dim_feedforward, self.max_len,
                self.type_vocab_size) < 1:
             raise ValueError(f"every size must be at least 1, got {self}")
-        if self.d_model % self.nhead:
-            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
-                             f"got d_model={self.d_model}, nhead={self.nhead}")
+        check_heads(self.d_model, self.nhead)
 
     @classmethod
     def from_hf_config(cls, config: Mapping | str | Path) -> BertConfig:

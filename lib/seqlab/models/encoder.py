@@ -39,8 +39,9 @@ from torch import Tensor, nn
 from seqlab.checks import check_id_range, check_ids, check_lengths
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.masks import padding_mask, to_additive
-from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
+from seqlab.nn.positional import check_positional, positional_encoding
 from seqlab.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+from seqlab.nn.transformer_checks import check_heads
 
 READOUTS = ("token", "sequence")
 
@@ -67,11 +68,8 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         if self.vocab_size < 1:
             raise ValueError(f"vocab_size must be at least 1, got {self.vocab_size}")
-        if self.nhead < 1 or self.d_model % self.nhead:
-            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
-                             f"got d_model={self.d_model}, nhead={self.nhead}")
-        if self.positional not in POSITIONAL_ENCODINGS:
-            raise ValueError(f"unknown positional encoding {self.positional!r}; expected one of {POSITIONAL_ENCODINGS}")
+        check_heads(self.d_model, self.nhead)
+        check_positional(self.positional)
         if self.readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}, got {self.readout!r}")
         if self.num_layers < 1 or self.max_len < 1:

@@ -49,7 +49,8 @@ from seqlab.decoding import sample_next
 from seqlab.modes import evaluating
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import AttentionCache, KVCache
-from seqlab.nn.positional import POSITIONAL_ENCODINGS, positional_encoding
+from seqlab.nn.positional import check_positional, positional_encoding
+from seqlab.nn.transformer_checks import check_heads
 from seqlab.nn.transformer_layers import ACTIVATIONS, TransformerEncoderLayer
 
 __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
@@ -115,13 +116,10 @@ class GPTConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"GPTConfig.{name} must be an integer >= 1, got {value!r}")
-        if self.d_model % self.nhead:
-            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
-                             f"got d_model={self.d_model}, nhead={self.nhead}")
+        check_heads(self.d_model, self.nhead)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout}")
-        if self.positional not in POSITIONAL_ENCODINGS:
-            raise ValueError(f"unknown positional encoding {self.positional!r}; expected one of {POSITIONAL_ENCODINGS}")
+        check_positional(self.positional)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; expected one of {tuple(ACTIVATIONS)}")
 

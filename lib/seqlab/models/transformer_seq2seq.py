@@ -53,6 +53,7 @@ from seqlab.decoding import Hypothesis, beam_search, cut_at_eos, target_log_prob
 from seqlab.nn.masks import padding_mask, to_additive
 from seqlab.nn.positional import SinusoidalPositionalEncoding
 from seqlab.nn.transformer import Transformer
+from seqlab.nn.transformer_checks import check_heads
 
 
 @dataclass
@@ -96,9 +97,7 @@ class TransformerSeq2Seq(nn.Module):
     def __init__(self, config: TransformerSeq2SeqConfig):
         super().__init__()
         c = config
-        if c.d_model % c.nhead:
-            raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
-                             f"got d_model={c.d_model}, nhead={c.nhead}")
+        check_heads(c.d_model, c.nhead)
         if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
             raise ValueError(f"share_embeddings needs one vocabulary for both sides, got src_vocab_size="
                              f"{c.src_vocab_size} and tgt_vocab_size={c.tgt_vocab_size}")

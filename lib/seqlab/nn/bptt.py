@@ -15,13 +15,17 @@ loop's 21-31, 104-119 and 95-96 ms: about half the time (torch.nn's oneDNN: 13-2
 which keeps the notebooks' training runs laptop-sized. The outputs are the same to float32
 rounding; the tests check both paths against torch.nn and the hand-written steps against autograd.
 
-Limits: the hand-written backward is not itself differentiable (for second derivatives use the
-plain path), and an LSTM with ``proj_size > 0`` always runs the plain path.
+Contract: the fused backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh`` and the
+initial state only. A step that carries a tensor requiring grad (bound with ``functools.partial``,
+a closure, a default) would leave it without a gradient, so :func:`scan_fused` refuses it; layers
+route a cell with weights of its own (``RecurrentBase.cell_weight_shapes``, e.g. the LSTM's
+projection) to the plain path. The hand-written backward is not itself differentiable (for second
+derivatives use the plain path).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import torch
@@ -29,8 +33,8 @@ from torch import Tensor
 
 from seqlab.nn.unroll import State, Step, unroll
 
-__all__ = ["scan_fused", "rnn_step_backward", "rnn_backward_prepare", "lstm_step_backward",
-           "lstm_backward_prepare", "gru_step_backward", "gru_backward_prepare"]
+__all__ = ["scan_fused", "check_step_binds_no_grad", "rnn_step_backward", "rnn_backward_prepare",
+           "lstm_step_backward", "lstm_backward_prepare", "gru_step_backward", "gru_backward_prepare"]
 
 # A backward step maps (dL/d new state, cache at step t, W_hh) to
 # (dL/d x-projection, dL/d (W_hh h_prev + b_hh), dL/d previous state).
@@ -221,6 +225,65 @@ BACKWARD: dict[str, tuple[StepBackward, Prepare]] = {
 }
 
 
+def _bound_tensors(fn: object, where: str, seen: set[int] | None = None) -> Iterator[tuple[str, Tensor]]:
+    """Each tensor ``fn`` carries besides its call arguments, with where it sits: partial arguments,
+    closure variables, defaults, a bound method's module. (Globals are not searched.)"""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:                                                  # e.g. a recursive closure
+        return
+    seen.add(id(fn))
+    if isinstance(fn, Tensor):
+        yield where, fn
+    elif isinstance(fn, (tuple, list)):
+        for k, item in enumerate(fn):
+            yield from _bound_tensors(item, f"{where}[{k}]", seen)
+    elif isinstance(fn, dict):
+        for key, item in fn.items():
+            yield from _bound_tensors(item, f"{where}[{key!r}]", seen)
+    elif isinstance(fn, torch.nn.Module):
+        for name, p in fn.named_parameters():
+            yield f"{where}.{name}", p
+    elif isinstance(fn, partial):
+        name = f"partial({getattr(fn.func, '__qualname__', fn.func)!r})"
+        for k, arg in enumerate(fn.args):
+            yield from _bound_tensors(arg, f"positional argument {k} of {name}", seen)
+        for key, arg in fn.keywords.items():
+            yield from _bound_tensors(arg, f"keyword argument {key!r} of {name}", seen)
+        yield from _bound_tensors(fn.func, name, seen)
+    elif hasattr(fn, "__func__") and hasattr(fn, "__self__"):          # a bound method
+        yield from _bound_tensors(fn.__self__, f"{where}.__self__", seen)
+        yield from _bound_tensors(fn.__func__, where, seen)
+    elif hasattr(fn, "__code__"):                                       # a Python function
+        name = fn.__qualname__
+        cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
+        for var, cell in cells:
+            try:
+                value = cell.cell_contents
+            except ValueError:                                          # an empty cell
+                continue
+            yield from _bound_tensors(value, f"closure variable {var!r} of {name}", seen)
+        for k, value in enumerate(fn.__defaults__ or ()):
+            yield from _bound_tensors(value, f"default {k} of {name}", seen)
+        for key, value in (fn.__kwdefaults__ or {}).items():
+            yield from _bound_tensors(value, f"default of {key!r} of {name}", seen)
+
+
+def check_step_binds_no_grad(step: Step) -> None:
+    """Refuse a step carrying a tensor that requires grad: the fused backward would give it none.
+
+    Runs once per layer and direction, only while grad is enabled.
+    """
+    if not torch.is_grad_enabled():
+        return
+    for where, tensor in _bound_tensors(step, "the step"):
+        if tensor.requires_grad:
+            raise RuntimeError(
+                f"the fused path got a step whose {where} (shape {tuple(tensor.shape)}) requires grad: "
+                "its hand-written backward returns gradients for xw, weight_hh, bias_hh and the state "
+                "only, so this tensor would get none. Use the plain path (model.fused = False), or declare "
+                "it as a weight of the cell (RecurrentBase.cell_weight_shapes): the layer then runs the plain path")
+
+
 def scan_fused(mode: str, step: Step, xw: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None,
                mask: Tensor | None, cache_names: tuple[str, ...],
                hh_grad_is_xw_grad: bool) -> tuple[Tensor, State, dict[str, Tensor]]:
@@ -230,6 +293,7 @@ def scan_fused(mode: str, step: Step, xw: Tensor, state: State, weight_hh: Tenso
     ``(T, B, H)``, the final state and the caches ``{name: (T, B, H)}`` in the order ``cache_names``.
     ``hh_grad_is_xw_grad``: W_hh h_{t-1} + b_hh enters additively beside W_ih x_t + b_ih (RNN, LSTM).
     """
+    check_step_binds_no_grad(step)
     step_backward, prepare = BACKWARD[mode]
     fns = (step, step_backward, prepare, cache_names, hh_grad_is_xw_grad)
     out, *rest = _FusedScan.apply(xw, weight_hh, bias_hh, mask, fns, *state)

@@ -30,7 +30,6 @@ Projection (``LSTM(proj_size=P)``, as in torch, Sak et al. 2014): the hidden sta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -135,12 +134,10 @@ class LSTM(RecurrentBase):
                          bidirectional, proj_size, device=device, dtype=dtype)
 
     def _step(self):
-        return lstm_step
+        return lstm_projected_step if self.proj_size else lstm_step
 
-    def _direction_step(self, suffix: str):
-        if not self.proj_size:
-            return self._step()
-        return partial(lstm_projected_step, weight_hr=getattr(self, "weight_hr" + suffix))
+    def cell_weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {"weight_hr": (self.proj_size, self.hidden_size)} if self.proj_size else {}
 
     def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False

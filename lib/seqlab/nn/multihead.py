@@ -89,6 +89,7 @@ from torch import Tensor, nn
 
 from seqlab.nn.attention import attend
 from seqlab.nn.masks import causal_mask, check_mask, from_torch, merge_masks
+from seqlab.nn.transformer_checks import check_heads
 
 #: A rotation of the split heads' queries ``(B, H, L, d_k)`` and keys ``(B, H, S, d_k)``, e.g. RoPE's.
 Rotation = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
@@ -185,11 +186,7 @@ class MultiheadAttention(nn.Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be positive, got embed_dim={embed_dim}, "
                              f"num_heads={num_heads}")
-        if embed_dim % num_heads != 0:
-            divisors = [h for h in range(1, embed_dim + 1) if embed_dim % h == 0]
-            raise ValueError(f"embed_dim must be divisible by num_heads (each head gets d_k = embed_dim / "
-                             f"num_heads features), got embed_dim={embed_dim}, num_heads={num_heads}; "
-                             f"num_heads could be one of {divisors}")
+        check_heads(embed_dim, num_heads, names=("embed_dim", "num_heads"))
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1], got {dropout}")
         factory = {"device": device, "dtype": dtype}

@@ -45,12 +45,12 @@ The formulas, in the lectures' symbols (``pos`` a position, ``i`` a pair of dime
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
-#: The names :func:`positional_encoding` knows, in the order the course introduces them.
-POSITIONAL_ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi")
+from seqlab.nn.transformer_checks import check_heads
 
 
 class PositionalEncoding(nn.Module):
@@ -340,6 +340,25 @@ class ALiBi(PositionalEncoding):
 
 
 # -- by name ------------------------------------------------------------------------------------------
+# name -> the encoding for a model of (d_model, num_heads, max_len), in the order the course introduces them
+_BUILDERS: dict[str, Callable[[int, int, int], PositionalEncoding]] = {
+    "none": lambda d_model, num_heads, max_len: NoPositionalEncoding(),
+    "sinusoidal": lambda d_model, num_heads, max_len: SinusoidalPositionalEncoding(d_model, max_len),
+    "learned": lambda d_model, num_heads, max_len: LearnedPositionalEncoding(max_len, d_model),
+    "rope": lambda d_model, num_heads, max_len: RotaryPositionalEncoding(d_model // num_heads),
+    "alibi": lambda d_model, num_heads, max_len: ALiBi(num_heads),
+}
+
+#: The names :func:`positional_encoding` knows, in the order the course introduces them.
+POSITIONAL_ENCODINGS = tuple(_BUILDERS)
+
+
+def check_positional(name: object) -> None:
+    """A ValueError listing the known names unless ``name`` is one of :data:`POSITIONAL_ENCODINGS`."""
+    if name not in POSITIONAL_ENCODINGS:
+        raise ValueError(f"unknown positional encoding {name!r}; expected one of {POSITIONAL_ENCODINGS}")
+
+
 def positional_encoding(name: str, *, d_model: int, num_heads: int, max_len: int) -> PositionalEncoding:
     """One of :data:`POSITIONAL_ENCODINGS` by name, sized for a model of width ``d_model`` with ``num_heads`` heads.
 
@@ -347,16 +366,6 @@ def positional_encoding(name: str, *, d_model: int, num_heads: int, max_len: int
     positions (longer sequences raise); ``"sinusoidal"`` precomputes ``max_len`` (and computes more
     when asked); ``"alibi"`` has one slope per head; ``"none"`` is NoPE.
     """
-    if name not in POSITIONAL_ENCODINGS:
-        raise ValueError(f"unknown positional encoding {name!r}; expected one of {POSITIONAL_ENCODINGS}")
-    if num_heads < 1 or d_model % num_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
-    if name == "none":
-        return NoPositionalEncoding()
-    if name == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len)
-    if name == "learned":
-        return LearnedPositionalEncoding(max_len, d_model)
-    if name == "rope":
-        return RotaryPositionalEncoding(d_model // num_heads)
-    return ALiBi(num_heads)
+    check_positional(name)
+    check_heads(d_model, num_heads, names=("d_model", "num_heads"))
+    return _BUILDERS[name](d_model, num_heads, max_len)

@@ -22,6 +22,7 @@ import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -109,7 +110,7 @@ class RecurrentBase(nn.Module):
     trace_names: tuple[str, ...] = ("h",)
     cache_names: tuple[str, ...] = ()    # keys of the step's cache, in the order it builds them
     fold_hh_bias: bool = True            # b_hh can be added to W_ih x_t + b_ih once (not GRU)
-    fused: bool = True                   # False: the plain autograd loop (always, for an LSTM with proj_size)
+    fused: bool = True                   # False: the plain autograd loop (always, for a cell with weights of its own)
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
@@ -145,8 +146,7 @@ class RecurrentBase(nn.Module):
                           f"weight_hh_l{layer}{suffix}": (rows, h_size)}
                 if bias:
                     shapes |= {f"bias_ih_l{layer}{suffix}": (rows,), f"bias_hh_l{layer}{suffix}": (rows,)}
-                if proj_size:
-                    shapes |= {f"weight_hr_l{layer}{suffix}": (proj_size, hidden_size)}
+                shapes |= {f"{n}_l{layer}{suffix}": shape for n, shape in self.cell_weight_shapes().items()}
                 for pname, shape in shapes.items():
                     self.register_parameter(pname, nn.Parameter(torch.empty(shape, **factory)))
                     self._flat_weights_names.append(pname)
@@ -173,7 +173,7 @@ class RecurrentBase(nn.Module):
 
     @property
     def all_weights(self) -> list[list[Tensor]]:
-        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
+        per = (4 if self.bias else 2) + len(self.cell_weight_shapes())
         weights = [getattr(self, n) for n in self._flat_weights_names]
         return [weights[i:i + per] for i in range(0, len(weights), per)]
 
@@ -200,9 +200,16 @@ class RecurrentBase(nn.Module):
         """The cell's step function (``rnn_step``, ``lstm_step``, ``gru_step``)."""
         raise NotImplementedError
 
-    def _direction_step(self, suffix: str) -> Step:
-        """The step that layer and direction ``suffix`` (``_l0``, ``_l0_reverse``, ...) runs; LSTM adds its projection."""
-        return self._step()
+    def cell_weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The cell's weights besides W_ih, W_hh, b_ih, b_hh: ``{name: shape}`` per layer and direction.
+
+        Registered as ``{name}_l{k}[_reverse]`` after the biases, passed to the step by keyword. The
+        fused backward has no gradient for them, so a layer with any runs the plain path.
+        """
+        return {}
+
+    def _cell_weights(self, suffix: str) -> dict[str, Tensor]:
+        return {name: getattr(self, name + suffix) for name in self.cell_weight_shapes()}
 
     # input in, output out ---------------------------------------------------------------------
     def _time_major(self, input: Tensor | PackedSequence, hx: object,
@@ -322,9 +329,9 @@ class RecurrentBase(nn.Module):
         if bias_hh is not None and self.fold_hh_bias:   # add b_hh once, not at every step
             bias_ih, bias_hh = bias_ih + bias_hh, None
         xw = F.linear(x, weight_ih, bias_ih)           # (T, B, G*H): W_ih x_t + b for every t at once
-        step = self._direction_step(suffix)
-        if not self.fused or self.proj_size:           # no hand-written backward for the projection
-            return scan_plain(step, xw, state, weight_hh, bias_hh, mask)
+        step, cell_weights = self._step(), self._cell_weights(suffix)
+        if cell_weights or not self.fused:             # the fused backward has no gradient for cell weights
+            return scan_plain(partial(step, **cell_weights), xw, state, weight_hh, bias_hh, mask)
         # b_hh can be folded into the input projection exactly when W_hh h + b_hh enters additively,
         # which is also when its gradient equals the input projection's
         return scan_fused(self.mode, step, xw, state, weight_hh, bias_hh, mask, self.cache_names,

@@ -12,11 +12,16 @@ from torch import Tensor
 from seqlab.nn.masks import check_mask
 
 
-def check_heads(d_model: int, nhead: int) -> None:
-    """Each of the ``nhead`` heads gets ``d_model / nhead`` features: that must be a whole number."""
+def check_heads(d_model: int, nhead: int, *, names: tuple[str, str] = ("d_model", "nhead")) -> None:
+    """Each of the ``nhead`` heads gets ``d_model / nhead`` features: that must be a whole number.
+
+    ``names``: what the caller calls the two sizes (``("embed_dim", "num_heads")`` in MultiheadAttention).
+    """
     if nhead < 1 or d_model % nhead:
-        raise ValueError(f"d_model must be divisible by nhead (each head gets d_model / nhead features), "
-                         f"got d_model={d_model}, nhead={nhead}")
+        width, heads = names
+        divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+        raise ValueError(f"{width} must be divisible by {heads} (each head gets {width} / {heads} features), "
+                         f"got {width}={d_model}, {heads}={nhead}; {heads} could be one of {divisors}")
 
 
 def check_sequence(owner: str, name: str, x: Tensor, d_model: int, batch_first: bool) -> tuple[int | None, int]:
