@@ -5,11 +5,13 @@ awaited through ``lab_pages.evaluate`` with a one-second bound, fails the test w
 awaited through Playwright's own evaluate (no bound at all), the test's pytest-timeout cap ends it, in a
 pytest run of its own. Either way a screenshot, the page's console, the server's log and the error are
 written (``lab_pages.open_page``). Needs Chromium and Playwright, like every browser test (conftest.py).
+And no script runs in a page but through that bounded evaluate (a check of the sources).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -95,3 +97,13 @@ def test_an_unbounded_wait_ends_at_the_tests_cap_with_its_evidence(chromium, tmp
     assert time.monotonic() - started < 60, out
     _check_evidence(tmp_path / "failed", evidence_name("test_unbounded.py::test_unbounded_wait"),
                     "before the unbounded wait", "Timeout (>3.0s) from pytest-timeout")
+
+
+def test_every_script_in_a_page_goes_through_the_bounded_evaluate():
+    """Playwright's evaluate calls appear only inside lab_pages.evaluate (and in this file's unbounded example)."""
+    raw = [f"{path.name}:{number}: {line.strip()}" for path in sorted((ROOT / "tests" / "browser").glob("*.py"))
+           if path.name != Path(__file__).name
+           for number, line in enumerate(path.read_text().splitlines(), 1)
+           if re.search(r"\.(evaluate|evaluate_handle|eval_on_selector|eval_on_selector_all)\(", line)
+           and "target.evaluate(" not in line]
+    assert not raw, "unbounded scripts in a page (use lab_pages.evaluate):\n" + "\n".join(raw)
