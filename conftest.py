@@ -14,6 +14,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
 _file_seconds: dict[str, float] = defaultdict(float)     # every test file (notebooks too): setup + call + teardown
@@ -39,12 +41,17 @@ def _browser_can_run() -> bool:
     return find_spec("playwright") is not None and find_chromium() is not None
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """A widget notebook runs once per session: when its browser test (tests/browser/test_widgets_in_lab.py)
-    is in the session and can run, that test's Run All Cells is the notebook's run, and nbval's items for it
+    is selected and can run, that test's Run All Cells is the notebook's run, and nbval's items for it
     are left out. The browser test checks what they would have: no error, every claim (the last cell's
     assertions), and the outputs of the cells tagged nbval-check-output (tests/browser/checked_outputs.py).
-    Run alone (``pytest notebooks/``, the ``--profiles`` runs) or without a browser, nbval runs them as ever."""
+    Run alone (``pytest notebooks/``, the ``--profiles`` runs), without a browser, or with the browser test
+    deselected (``-k``, ``-m``, ``--deselect``), nbval runs them as ever.
+
+    trylast: pytest's own ``-k`` / ``-m`` (mark plugin) and ``--deselect`` (main) hooks have filtered
+    ``items`` by then, so this sees the browser tests that will really run (tests/test_root_conftest.py)."""
     in_browser = {item.cls.notebook for item in items
                   if item.nodeid.startswith("tests/browser/test_widgets_in_lab.py::TestNotebook_")}
     if not in_browser or not _browser_can_run():

@@ -221,8 +221,9 @@ def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_it
     """`make test` runs pytest-xdist's `--dist loadscope`, which hands a worker the test functions of one module,
     or the tests of one class, as one unit: what a test's id names before its last '::'. So a notebook's cells
     stay in one kernel, in order, and each widget notebook's browser test, the longest, is a unit of its own.
-    A widget notebook (04) whose browser test is collected too runs there only, if a browser can run: nbval's
-    items for it are deselected (the root conftest); a notebook without widgets (02) keeps its nbval items."""
+    A widget notebook (04) whose browser test is selected too runs there only, if a browser can run: nbval's
+    items for it are deselected (the root conftest; with the browser test deselected by -k, -m or --deselect
+    they run: tests/test_root_conftest.py); a notebook without widgets (02) keeps its nbval items."""
     collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
                                 "notebooks/02-rnn.ipynb", "notebooks/04-lstm.ipynb", "tests/test_hmm.py",
                                 "tests/browser/test_widgets_in_lab.py"],

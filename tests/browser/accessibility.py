@@ -9,6 +9,7 @@ from pathlib import Path
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]     # WCAG 2.1 A and AA
 FAILING_IMPACTS = ("serious", "critical")
 IMPACTS = ("critical", "serious", "moderate", "minor")
+AXE_TIMEOUT_S = 120        # one axe.run over a whole page (a long notebook made as tall as its cells)
 
 
 def axe_source(node_modules: Path) -> str:

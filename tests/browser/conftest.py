@@ -10,6 +10,8 @@
   end of the module, by process group, whatever happened.
 - ``browser``: headless Chromium driven by Playwright (``executable_path``: Playwright's own
   browser download cannot work offline), closed at the end of the module.
+- a failed test's evidence (``lab_pages.open_page``) in ``test-artifacts/browser/failed/`` is from this
+  run: what an earlier run left there for the same test is removed when it starts.
 """
 
 from __future__ import annotations
@@ -48,6 +50,13 @@ def _unavailable(reason: str, hint: str = INSTALL_HINT) -> None:
         pytest.fail(message + " (SEQLAB_REQUIRE_BROWSER is set, so this is a failure, not a skip)",
                     pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_evidence(request):
+    from lab_pages import EVIDENCE, evidence_name
+    for old in EVIDENCE.glob(f"{evidence_name(request.node.nodeid)}.*"):
+        old.unlink()
 
 
 @pytest.fixture(scope="session")

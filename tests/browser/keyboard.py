@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 import pytest
-from lab_pages import ARTIFACTS, WIDGET_ROOTS, _direction, _move, _other_controls, _sliders
+from lab_pages import ARTIFACTS, WIDGET_ROOTS, _direction, _move, _other_controls, _sliders, evaluate
 
 MAX_TABS_PER_CONTROL = 8      # a slider's readout sits between two controls; more means a lost focus
 FOCUS_STYLE = ("outlineStyle", "outlineWidth", "outlineColor", "boxShadow", "borderColor", "backgroundColor")
@@ -41,8 +41,8 @@ def _controls(widget) -> list[tuple[str, str, object]]:
     found = [(label, "slider", handle) for label, handle in _sliders(widget)]
     found += _other_controls(widget)
     handles = [(label, kind, element.element_handle()) for label, kind, element in found]
-    order = widget.evaluate("(root, els) => els.map(e => [...root.querySelectorAll('*')].indexOf(e))",
-                            [h for _, _, h in handles])
+    order = evaluate(widget, "(root, els) => els.map(e => [...root.querySelectorAll('*')].indexOf(e))",
+                     [h for _, _, h in handles])
     return [c for _, c in sorted(zip(order, handles), key=lambda pair: pair[0])]
 
 
@@ -51,7 +51,7 @@ def _keys(kind: str, element) -> list[str]:
     if kind == "slider":
         return [_direction(element)]
     if kind == "dropdown":
-        last = element.evaluate("s => s.selectedIndex === s.options.length - 1")
+        last = evaluate(element, "s => s.selectedIndex === s.options.length - 1")
         return ["Alt+ArrowDown", "ArrowUp" if last else "ArrowDown", "Enter"]
     return ["Space"]
 
@@ -66,9 +66,9 @@ def _tab_to(page, element, what: str) -> list[str]:
     passed = []
     for _ in range(MAX_TABS_PER_CONTROL):
         page.keyboard.press("Tab")
-        if element.evaluate("e => document.activeElement === e"):
+        if evaluate(element, "e => document.activeElement === e"):
             return passed
-        passed.append(page.evaluate(ACTIVE_JS))
+        passed.append(evaluate(page, ACTIVE_JS))
     pytest.fail(f"{what}: not reached after {MAX_TABS_PER_CONTROL} presses of Tab (the focus went to {passed})",
                 pytrace=False)
 
@@ -81,22 +81,22 @@ def operate_by_keyboard(page, notebook: str) -> dict:
     for w in range(widgets.count()):
         widget = widgets.nth(w)
         widget.scroll_into_view_if_needed()
-        page.evaluate(FOCUS_CELL_JS, widget.element_handle())
+        evaluate(page, FOCUS_CELL_JS, widget.element_handle())
         report[f"widget{w}"] = entries = []
         for label, kind, element in _controls(widget):
             what = f"{kind} {label!r} of widget {w} in {notebook}"
-            unfocused = element.evaluate(STYLE_JS)
+            unfocused = evaluate(element, STYLE_JS)
             passed = _tab_to(page, element, what)
-            focused = element.evaluate(STYLE_JS)
+            focused = evaluate(element, STYLE_JS)
             changed = [k for k in FOCUS_STYLE if focused[k] != unfocused[k]]
-            assert changed and element.evaluate("e => e.matches(':focus-visible')"), (
+            assert changed and evaluate(element, "e => e.matches(':focus-visible')"), (
                 f"{what}: focus by Tab shows nothing (computed {', '.join(FOCUS_STYLE)} as when unfocused: {focused})")
             keys = _keys(kind, element)
             key = ", ".join(keys)
             ms, picture = _move(page, widget, lambda: _press(page, keys), f"pressing {key} on {what}")
             assert picture, f"{what}: {key} brought a redraw of the same picture"
-            assert element.evaluate("e => document.activeElement === e"), (
-                f"{what}: the focus moved to {page.evaluate(ACTIVE_JS)} after {key} and its redraw")
+            assert evaluate(element, "e => document.activeElement === e"), (
+                f"{what}: the focus moved to {evaluate(page, ACTIVE_JS)} after {key} and its redraw")
             entries.append({"control": label, "kind": kind, "key": key, "ms": round(ms), "tab_stops_passed": passed,
                             "focus_shows_as": {k: focused[k] for k in changed}})
             print(f"{notebook} widget {w}: Tab to {kind} {label!r} (passing {passed or 'nothing'}), focus shows as "

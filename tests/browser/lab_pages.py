@@ -4,13 +4,24 @@ Opening JupyterLab and a notebook, waiting for the kernel's status, Run All Cell
 controls and moving one until the kernel answers with a redraw (``__seqlabSnap`` /
 ``__seqlabChanged`` in ``INIT_SCRIPT``, defined in every page). The notebooks with live widgets are
 found from their saved outputs (``WIDGET_NOTEBOOKS``).
+
+Every wait is bounded: ``_wait`` (wait_for_function) by its timeout, every script run in a page by
+``evaluate`` (Playwright's own evaluate has no timeout: a promise that never settles would wait forever).
+What only blocks the page's thread, no timer in the page can bound: that is left to the test's cap
+(pytest-timeout, pyproject.toml). A page opened with ``open_page`` leaves evidence of a failure or a
+timeout in ``test-artifacts/browser/failed/`` (``save_evidence``): a screenshot, the page's console,
+the JupyterLab server's log and the error.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import time
+from collections import deque
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -18,11 +29,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
+EVIDENCE = ARTIFACTS / "failed"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 PAGE_TIMEOUT_S = 60          # JupyterLab to load, a kernel to start, widgets to show up
 RUN_ALL_TIMEOUT_S = 300      # a whole notebook (the budget is 90 s; busy CI machines are slower)
 REDRAW_TIMEOUT_S = 10        # one slider move to a new picture (typically well under 1 s)
+EVALUATE_TIMEOUT_S = 60      # one script in the page: a command, a fetch, a few animation frames
+SCREENSHOT_TIMEOUT_S = 10    # the evidence's screenshot (a page whose thread is blocked gives none)
+CONSOLE_LINES = 5000         # the last lines of a page's console kept for the evidence
 
 
 def widget_notebooks() -> dict[str, int]:
@@ -104,9 +119,43 @@ def _wait(page, js: str, what: str, timeout_s: float, arg=None):
         return page.wait_for_function(js, arg=arg, timeout=timeout_s * 1000)
     except PlaywrightTimeout:
         pass
-    status = page.evaluate(KERNEL_STATUS_JS)
+    status = evaluate(page, KERNEL_STATUS_JS, what="the kernel's status bar", timeout_s=REDRAW_TIMEOUT_S)
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what} (kernel status bar: {status!r})",
                 pytrace=False)
+
+
+_TIMED_OUT = "__seqlab: timed out__"
+# the script's result, or _TIMED_OUT once the timer has won the race; an expression that is not a function
+# (``performance.now()``) is its own result, as in Playwright's evaluate
+_BOUNDED_JS = """async ({params}) => {{
+  const __seqlabScript = (
+{js}
+  );
+  let __seqlabTimer;
+  const __seqlabLate = new Promise(resolve => {{ __seqlabTimer = setTimeout(() => resolve({timed_out}), __seqlabMs); }});
+  try {{
+    return await Promise.race([Promise.resolve().then(
+      () => typeof __seqlabScript === 'function' ? __seqlabScript({call}) : __seqlabScript), __seqlabLate]);
+  }} finally {{
+    clearTimeout(__seqlabTimer);
+  }}
+}}"""
+
+
+def evaluate(target, js: str, arg=None, *, what: str | None = None, timeout_s: float = EVALUATE_TIMEOUT_S):
+    """``target.evaluate(js, arg)`` for a page, a locator or an element handle, with a bound: when what ``js``
+    returns (a promise: a command, a fetch) has not settled within ``timeout_s``, the test fails, saying what
+    it was waiting for."""
+    on_element = not hasattr(target, "goto")
+    bounded = _BOUNDED_JS.format(params="__seqlabElement, [__seqlabArg, __seqlabMs]" if on_element
+                                 else "[__seqlabArg, __seqlabMs]",
+                                 call="__seqlabElement, __seqlabArg" if on_element else "__seqlabArg",
+                                 js=js, timed_out=json.dumps(_TIMED_OUT))
+    result = target.evaluate(bounded, [arg, timeout_s * 1000])
+    if isinstance(result, str) and result == _TIMED_OUT:
+        what = what or "the script " + repr(" ".join(js.split())[:100])
+        pytest.fail(f"timed out after {timeout_s:g} s waiting for {what} (in the page)", pytrace=False)
+    return result
 
 
 def _wait_kernel(page, state: str, what: str, timeout_s: float = PAGE_TIMEOUT_S) -> None:
@@ -118,10 +167,70 @@ def _wait_kernel(page, state: str, what: str, timeout_s: float = PAGE_TIMEOUT_S)
           f"the status bar to read kernel {state!r} ({what})", timeout_s)
 
 
-def _new_page(browser, lab):
-    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+def _new_page(browser, lab=None, viewport: dict | None = None):
+    """A page in a context of its own, ``INIT_SCRIPT`` defined, its console recorded (``page.seqlab_console``)."""
+    context = browser.new_context(viewport=viewport or {"width": 1400, "height": 1400})
     context.add_init_script(INIT_SCRIPT)
-    return context.new_page()
+    page = context.new_page()
+    console: deque[str] = deque(maxlen=CONSOLE_LINES)
+    started = time.monotonic()
+    page.on("console", lambda m: console.append(f"{time.monotonic() - started:8.1f} s [{m.type}] {m.text}"))
+    page.on("pageerror", lambda e: console.append(f"{time.monotonic() - started:8.1f} s [pageerror] {e}"))
+    page.seqlab_console = console
+    return page
+
+
+def evidence_name(nodeid: str) -> str:
+    """The file name stem of a test's evidence, from its node id."""
+    return _slug(nodeid.removeprefix("tests/browser/"))
+
+
+def save_evidence(page, lab, error: BaseException) -> list[Path]:
+    """What a failed browser test leaves behind: the error, a screenshot of ``page``, its console and the log of
+    the JupyterLab server ``lab`` (if any), in ``EVIDENCE``, named after the current test. Each part on its own:
+    one that cannot be had (a page whose thread is blocked gives no screenshot) is said in the error file."""
+    name = evidence_name(os.environ.get("PYTEST_CURRENT_TEST", "browser test").rsplit(" (", 1)[0])
+    EVIDENCE.mkdir(parents=True, exist_ok=True)
+    notes, saved = [f"{type(error).__name__}: {error}"], []
+    try:
+        page.screenshot(path=EVIDENCE / f"{name}.png", timeout=SCREENSHOT_TIMEOUT_S * 1000)
+        saved.append(EVIDENCE / f"{name}.png")
+    except Exception as failed:                       # the page may be what hangs
+        notes.append(f"no screenshot: {type(failed).__name__}: {str(failed).splitlines()[0]}")
+    console = EVIDENCE / f"{name}.console.log"
+    console.write_text("\n".join(getattr(page, "seqlab_console", ["(console not recorded)"])) + "\n")
+    saved.append(console)
+    if lab is not None and Path(lab.log).exists():
+        shutil.copyfile(lab.log, EVIDENCE / f"{name}.jupyterlab.log")
+        saved.append(EVIDENCE / f"{name}.jupyterlab.log")
+    (EVIDENCE / f"{name}.error.txt").write_text("\n".join(notes) + "\n")
+    saved.append(EVIDENCE / f"{name}.error.txt")
+    print("evidence of the failure: " + ", ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+                                                  for p in saved))
+    return saved
+
+
+@contextmanager
+def open_page(browser, lab=None, viewport: dict | None = None):
+    """``_new_page``, closed at the end of the block; a failure or a timeout (pytest-timeout's too) inside it
+    first saves its evidence (``save_evidence``)."""
+    page = _new_page(browser, lab, viewport)
+    try:
+        yield page
+    except pytest.skip.Exception:
+        page.context.close()
+        raise
+    except BaseException as error:
+        try:
+            save_evidence(page, lab, error)
+        finally:
+            try:
+                page.context.close()
+            except Exception:                         # the error that brought us here is the one to report
+                pass
+        raise
+    else:
+        page.context.close()
 
 
 def _open_lab(page, lab, workspace: str, notebook: str | None = None) -> None:
@@ -129,12 +238,8 @@ def _open_lab(page, lab, workspace: str, notebook: str | None = None) -> None:
     page.goto(f"{lab.url}/lab/workspaces/{workspace}{path}?reset&token={lab.token}")
     _wait(page, "() => window.jupyterapp && window.jupyterapp.shell", "JupyterLab to start in the page "
           "(window.jupyterapp, exposed by --LabApp.expose_app_in_browser)", PAGE_TIMEOUT_S)
-    restored = page.evaluate("""(ms) => Promise.race([window.jupyterapp.restored.then(() => true),
-                                                  new Promise(resolve => setTimeout(() => resolve(false), ms))])""",
-                             PAGE_TIMEOUT_S * 1000)
-    if not restored:
-        pytest.fail(f"timed out after {PAGE_TIMEOUT_S} s waiting for JupyterLab's plugins to start "
-                    "(jupyterapp.restored)", pytrace=False)
+    evaluate(page, "() => window.jupyterapp.restored.then(() => true)",
+             what="JupyterLab's plugins to start (jupyterapp.restored)", timeout_s=PAGE_TIMEOUT_S)
     if notebook:
         _wait_notebook_open(page, notebook)
 
@@ -153,7 +258,7 @@ def _widget_count_js() -> str:
 def _error_outputs(page) -> list[str]:
     """The error outputs of the open notebook: read from its model, since JupyterLab renders only the
     cells near the viewport (an error in a long notebook's last cell is not in the page), else the page."""
-    from_model = page.evaluate("""() => {
+    from_model = evaluate(page, """() => {
         try {
             const cells = window.jupyterapp.shell.currentWidget.content.model.cells, errors = [];
             for (let i = 0; i < cells.length; i++) {
@@ -168,9 +273,8 @@ def _error_outputs(page) -> list[str]:
     }""")
     if from_model:
         return from_model
-    return page.eval_on_selector_all(
-        ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']",
-        "els => els.map(e => e.textContent.slice(0, 2000))")
+    return evaluate(page, "(sel) => [...document.querySelectorAll(sel)].map(e => e.textContent.slice(0, 2000))",
+        ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
 
 
 def _sliders(widget) -> list[tuple[str, object]]:
@@ -216,7 +320,7 @@ def _operate(kind: str, element) -> None:
     """Move a non-slider control once: the next option of a dropdown (cycling), a click otherwise."""
     if kind == "dropdown":
         count = element.locator("option").count()
-        element.select_option(index=(element.evaluate("s => s.selectedIndex") + 1) % count)
+        element.select_option(index=(evaluate(element, "s => s.selectedIndex") + 1) % count)
     else:
         element.click()
 
@@ -243,11 +347,11 @@ def _move(page, widget, act, what: str) -> tuple[float, bool]:
     answer still fails after REDRAW_TIMEOUT_S.
     """
     _wait(page, KERNEL_IDLE_JS, f"the kernel to be idle before {what}", REDRAW_TIMEOUT_S)
-    before = widget.evaluate("root => window.__seqlabSnap(root)")
+    before = evaluate(widget, "root => window.__seqlabSnap(root)")
     if not before["redraws"]:
         pytest.fail(f"{what}: the widget shows no redraw counter (data-redraws in LiveFigure's status line), "
                     "which is how this test knows that the kernel has answered a move", pytrace=False)
-    started = page.evaluate("performance.now()")
+    started = evaluate(page, "performance.now()")
     act()
     answer = _wait(page, "window.__seqlabChanged", f"the kernel's redraw (a new picture, or the same one) after "
                    f"{what}", REDRAW_TIMEOUT_S, arg=[widget.element_handle(), before])
@@ -258,13 +362,9 @@ def _move(page, widget, act, what: str) -> tuple[float, bool]:
 def _run_all(page, notebook: str) -> float:
     """Run All Cells in the open ``notebook``; fails on a timeout or an error output. Returns its seconds."""
     started = time.perf_counter()
-    outcome = page.evaluate("""async (timeoutMs) => {
-        const run = window.jupyterapp.commands.execute('notebook:run-all-cells');
-        const timer = new Promise(resolve => setTimeout(() => resolve('timeout'), timeoutMs));
-        return await Promise.race([run.then(ok => ok ? 'ok' : 'error'), timer]);
-    }""", RUN_ALL_TIMEOUT_S * 1000)
-    if outcome == "timeout":
-        pytest.fail(f"{notebook}: Run All Cells did not finish within {RUN_ALL_TIMEOUT_S} s", pytrace=False)
+    outcome = evaluate(page, "() => window.jupyterapp.commands.execute('notebook:run-all-cells').then("
+                             "ok => ok ? 'ok' : 'error')", what=f"Run All Cells of {notebook} to finish",
+                       timeout_s=RUN_ALL_TIMEOUT_S)
     _wait_kernel(page, "Idle", f"{notebook} to finish running")
     errors = _error_outputs(page)
     assert outcome == "ok" and not errors, (f"{notebook}: Run All Cells stopped on an error:\n" + "\n".join(errors)

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, _direction, _move, _sliders, _wait,
-                       _wait_kernel)
+                       _wait_kernel, evaluate)
 
 PROJECTOR = {"width": 1280, "height": 720}
 MAX_SLIDES = 200                 # a notebook with more slides than this is stepped through no further
@@ -55,21 +55,18 @@ def _widget_cells(notebook: str) -> list[int]:
 
 
 def _command(page, command: str, what: str) -> None:
-    outcome = page.evaluate("""async ([command, timeoutMs]) => {
-        const run = window.jupyterapp.commands.execute(command);
-        const timer = new Promise(resolve => setTimeout(() => resolve('timeout'), timeoutMs));
-        return await Promise.race([run.then(() => 'ok', e => 'error: ' + e), timer]);
-    }""", [command, STEP_TIMEOUT_S * 1000])
+    outcome = evaluate(page, "(command) => window.jupyterapp.commands.execute(command).then(() => 'ok', "
+                             "e => 'error: ' + e)", command, what=f"{command} ({what})", timeout_s=STEP_TIMEOUT_S)
     assert outcome == "ok", f"{command} ({what}): {outcome}"
 
 
 def _start_slideshow(page, notebook: str) -> None:
     """Start jupyterlab-slideshow on the open notebook, at its first cell (as an instructor would:
     click into the notebook, then the slideshow button)."""
-    page.evaluate(f"() => {{ {CURRENT}.content.activeCellIndex = 0; "
-                  f"window.jupyterapp.shell.activateById({CURRENT}.id); }}")
+    evaluate(page, f"() => {{ {CURRENT}.content.activeCellIndex = 0; "
+                   f"window.jupyterapp.shell.activateById({CURRENT}.id); }}")
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.click()
-    assert page.evaluate("() => window.jupyterapp.commands.hasCommand('deck:start')"), \
+    assert evaluate(page, "() => window.jupyterapp.commands.hasCommand('deck:start')"), \
         "jupyterlab-slideshow's deck:start command is missing: is jupyterlab-slideshow installed and enabled?"
     _command(page, "deck:start", f"starting the slideshow of {notebook}")
     _wait(page, f"() => document.body.classList.contains('jp-deck-mod-presenting') || "
@@ -83,11 +80,11 @@ def _step_through(page, notebook: str, widget_cells: list[int], stem: str) -> li
     arrows are both disabled): its cells and its height. A step within a slide (onto a cell that continues it) shows the same cells."""
     slides = []
     for _ in range(MAX_SLIDES):
-        page.evaluate(NEXT_FRAMES_JS)                    # the step's layout painted
-        slide = page.evaluate(ON_SCREEN_JS)
+        evaluate(page, NEXT_FRAMES_JS, what="two animation frames (the step's layout painted)")
+        slide = evaluate(page, ON_SCREEN_JS)
         if set(slide["cells"]) & set(widget_cells):      # a height that is asserted: let it settle (fonts, images)
             page.wait_for_timeout(WIDGET_SLIDE_SETTLE_MS)
-            slide = page.evaluate(ON_SCREEN_JS)
+            slide = evaluate(page, ON_SCREEN_JS)
         if not slides or slide["cells"] != slides[-1]["cells"]:
             slides.append(slide)
             for cell in set(slide["cells"]) & set(widget_cells):
@@ -115,7 +112,7 @@ CURRENT_SELECTOR = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 def _start_slideshow_at(page, notebook: str, cell: int) -> None:
     """Start the slideshow at cell ``cell`` (the slideshow opens at the active cell)."""
-    page.evaluate(f"(i) => {{ {CURRENT}.content.activeCellIndex = i; }}", cell)
+    evaluate(page, f"(i) => {{ {CURRENT}.content.activeCellIndex = i; }}", cell)
     _command(page, "deck:start", f"starting the slideshow of {notebook} at cell {cell}")
     _wait(page, f"(i) => {CURRENT}.content.widgets[i].node.classList.contains('jp-deck-mod-onscreen')",
           f"the slideshow of {notebook} to show cell {cell}", PAGE_TIMEOUT_S, arg=cell)
@@ -155,10 +152,10 @@ def present(page, notebook: str) -> list[str]:
     widget = page.locator(root).first
     page.screenshot(path=ARTIFACTS / f"slides-{stem}-cell{cell}-before.png")
     label, handle = _sliders(widget)[0]
-    before = widget.evaluate("root => window.__seqlabSnap(root)")
+    before = evaluate(widget, "root => window.__seqlabSnap(root)")
     _move(page, widget, lambda: handle.press(_direction(handle)),
           f"moving slider {label!r} of widget cell {cell} on its slide")
-    after = widget.evaluate("root => window.__seqlabSnap(root)")
+    after = evaluate(widget, "root => window.__seqlabSnap(root)")
     assert after["pictures"] != before["pictures"] and after["loaded"], f"{notebook}: no new picture on the slide"
     page.screenshot(path=ARTIFACTS / f"slides-{stem}-cell{cell}-after.png")
     _command(page, "deck:stop", "stopping the slideshow")

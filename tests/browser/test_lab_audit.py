@@ -39,9 +39,9 @@ from pathlib import Path
 
 import nbformat
 
-from accessibility import AXE_TAGS, FAILING_IMPACTS, IMPACTS, axe_source
+from accessibility import AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, IMPACTS, axe_source
 from lab_pages import (KERNEL_STATUS_JS, NOTEBOOK_IMAGES, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, WIDGET_NOTEBOOKS,
-                       _new_page, _open_lab, _wait, _wait_notebook_open)
+                       _open_lab, _wait, _wait_notebook_open, evaluate, open_page)
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACT = ROOT / "test-artifacts" / "lab-audit.json"
@@ -94,22 +94,22 @@ AUDIT_JS = f"""async (tags) => {{
 
 def _open_rendered(page, notebook: str) -> None:
     """Open ``notebook`` without a kernel, make the page as tall as its cells, wait until all are rendered."""
-    page.evaluate("""(nb) => window.jupyterapp.commands.execute('docmanager:open',
+    evaluate(page, """(nb) => window.jupyterapp.commands.execute('docmanager:open',
                          {path: nb, kernelPreference: {shouldStart: false, canStart: false}}).then(() => null)""",
-                  notebook)            # (the widget it resolves to cannot come back to Python)
+             notebook)            # (the widget it resolves to cannot come back to Python)
     _wait_notebook_open(page, notebook)
     _wait(page, f"() => document.querySelectorAll('{PANEL} .jp-Cell').length === "
           "window.jupyterapp.shell.currentWidget.content.model.cells.length", f"the cells of {notebook}",
           PAGE_TIMEOUT_S)
     viewport = page.viewport_size
-    page.set_viewport_size({"width": WIDTH, "height": viewport["height"] + page.evaluate(CONTENT_HEIGHT_JS) + 40})
-    page.evaluate("() => { window.__seqlabMath = null; }")
+    page.set_viewport_size({"width": WIDTH, "height": viewport["height"] + evaluate(page, CONTENT_HEIGHT_JS) + 40})
+    evaluate(page, "() => { window.__seqlabMath = null; }")
     _wait(page, RENDERED_JS, f"every cell of {notebook} to render (markdown, equations, images)", PAGE_TIMEOUT_S)
 
 
 def _close(page, notebook: str) -> None:
     # nothing was edited; should JupyterLab have touched the model anyway, no "save changes?" dialog
-    page.evaluate("""() => { const w = window.jupyterapp.shell.currentWidget;
+    evaluate(page, """() => { const w = window.jupyterapp.shell.currentWidget;
                              w.context.model.dirty = false; w.close(); }""")
     _wait(page, "() => !document.querySelector('.jp-NotebookPanel')", f"{notebook} to close", PAGE_TIMEOUT_S)
     page.set_viewport_size({"width": WIDTH, "height": 800})
@@ -130,10 +130,10 @@ def _summary(nodes: list[dict]) -> dict:
 
 def _audit_page(page, notebook: str, screenshot: Path | None = None) -> dict:
     """axe over the open, rendered ``notebook`` in the current theme: the findings, sorted by side."""
-    nodes = page.evaluate(AUDIT_JS, AXE_TAGS)
+    nodes = evaluate(page, AUDIT_JS, AXE_TAGS, what=f"axe-core's audit of {notebook}", timeout_s=AXE_TIMEOUT_S)
     if screenshot is not None:        # 1,600 pixels around the first figure (or the top), small enough to look at
-        top = page.evaluate(f"() => {{ const i = document.querySelector('{PANEL} .jp-OutputArea-output img');"
-                            " return i ? Math.max(0, i.getBoundingClientRect().top - 300) : 0; }")
+        top = evaluate(page, f"() => {{ const i = document.querySelector('{PANEL} .jp-OutputArea-output img');"
+                             " return i ? Math.max(0, i.getBoundingClientRect().top - 300) : 0; }")
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=screenshot, type="jpeg", quality=60, clip={
             "x": 0, "y": top, "width": WIDTH, "height": min(1600, page.viewport_size["height"] - top)})
@@ -163,10 +163,10 @@ def without_kernel(page, notebook: str) -> list[str]:
     in one it has run and saved (trusted), ipywidgets' "Loading widget..." line."""
     saved = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
     figures = sum("image/png" in o.get("data", {}) for c in saved.cells if c.cell_type == "code" for o in c.outputs)
-    shown = page.evaluate(f"""() => [...document.querySelectorAll('{NOTEBOOK_IMAGES}')]
+    shown = evaluate(page, f"""() => [...document.querySelectorAll('{NOTEBOOK_IMAGES}')]
                                .filter(i => i.complete && i.naturalWidth > 0).length""")
-    widget_outputs = page.evaluate(WIDGET_OUTPUTS_JS)
-    status = page.evaluate(KERNEL_STATUS_JS).strip()
+    widget_outputs = evaluate(page, WIDGET_OUTPUTS_JS)
+    status = evaluate(page, KERNEL_STATUS_JS).strip()
     wrong = []
     if shown != figures:
         wrong.append(f"{shown} of its {figures} static figure(s) shown, loaded")
@@ -201,8 +201,8 @@ SCREENSHOTS = ROOT / "test-artifacts" / "lab-dark"
 def _set_theme(page, theme: str) -> None:
     """Switch JupyterLab to ``theme`` and wait until its CSS is in (JupyterLab marks the body when it is)."""
     light = "true" if "Light" in theme else "false"
-    page.evaluate("(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme}).then(() => null)",
-                  theme)
+    evaluate(page, "(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme}).then(() => null)",
+             theme)
     _wait(page, f"() => document.body.dataset.jpThemeName === {theme!r} && document.body.dataset.jpThemeLight === "
           f"'{light}'", f"the theme {theme}", PAGE_TIMEOUT_S)
 
@@ -214,10 +214,9 @@ def test_notebooks_in_jupyterlab_pass_axe_and_show_their_figures_without_a_kerne
     to test-artifacts/lab-dark/, for a person to look at. Each notebook is opened once: audited in the theme the
     page is in, then in the other (so the theme changes once per notebook, not twice)."""
     started = time.perf_counter()
-    page = _new_page(browser, lab)
     reports: dict[str, dict] = {theme: {} for theme in THEMES}
     not_shown = {}
-    try:
+    with open_page(browser, lab) as page:
         page.set_viewport_size({"width": WIDTH, "height": 800})
         _open_lab(page, lab, "audit")
         order = list(THEMES)
@@ -235,8 +234,6 @@ def test_notebooks_in_jupyterlab_pass_axe_and_show_their_figures_without_a_kerne
             finally:
                 _close(page, notebook)
             order.reverse()                  # the next notebook starts in the theme this one ended in
-    finally:
-        page.context.close()
     seconds = round(time.perf_counter() - started, 1)
     for theme, artifact in THEMES.items():
         artifact.parent.mkdir(exist_ok=True)

@@ -3,18 +3,19 @@ slideshow command (jupyterlab-slideshow's deck:start) is there. Uses the fixture
 
 from __future__ import annotations
 
-from lab_pages import ARTIFACTS, PAGE_TIMEOUT_S, _new_page, _open_lab, _wait, _wait_kernel
+import pytest
+from lab_pages import ARTIFACTS, PAGE_TIMEOUT_S, _open_lab, _wait, _wait_kernel, evaluate, open_page
 
 NOTEBOOK = "01-why-sequences.ipynb"  # heavy on LaTeX
 
 
+@pytest.mark.timeout(300)             # JupyterLab's start included
 def test_equations_render_and_slides_are_available(browser, lab):
-    page = _new_page(browser, lab)
     errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(f"{e}\n{e.stack}"))
-    try:
+    with open_page(browser, lab) as page:
+        page.on("pageerror", lambda e: errors.append(f"{e}\n{e.stack}"))
         _open_lab(page, lab, "course")
-        page.evaluate("""(nb) => window.jupyterapp.commands.execute('docmanager:open',
+        evaluate(page, """(nb) => window.jupyterapp.commands.execute('docmanager:open',
                              {path: nb, kernelPreference: {shouldStart: false, canStart: false}})""", NOTEBOOK)
         _wait_kernel(page, "No Kernel", f"{NOTEBOOK} opened without a kernel")
         # JupyterLab typesets markdown cells as they scroll into view: look at the first few
@@ -23,13 +24,11 @@ def test_equations_render_and_slides_are_available(browser, lab):
         broken = page.locator(".jp-MarkdownOutput mjx-merror, .jp-MarkdownOutput .MathJax_Error").count()
         assert broken == 0, f"{broken} equation(s) of {NOTEBOOK} failed to typeset"
         page.screenshot(path=ARTIFACTS / "01-why-sequences-equations.png")
-        assert page.evaluate("() => window.jupyterapp.commands.hasCommand('deck:start')"), \
+        assert evaluate(page, "() => window.jupyterapp.commands.hasCommand('deck:start')"), \
             "jupyterlab-slideshow's deck:start command is missing: is jupyterlab-slideshow installed and enabled?"
-        assert not page.evaluate("() => window.jupyterapp.commands.hasCommand('RISE:slideshow')"), \
+        assert not evaluate(page, "() => window.jupyterapp.commands.hasCommand('RISE:slideshow')"), \
             "jupyterlab-rise is installed: its slideshow cannot draw widgets (see README); the set-up removes it"
         # ipywidgets' manager (jupyterlab-manager 5.0.16) throws "reading 'kernel'" when a notebook
         # opens with no kernel; harmless (the widgets show "Loading widget..."), and not ours
         ours = [e for e in errors if not ("reading 'kernel'" in e and "jupyterlab-manager" in e)]
         assert not ours, f"errors in the page: {ours[:3]}"
-    finally:
-        page.context.close()

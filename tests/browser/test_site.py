@@ -23,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_site  # noqa: E402  (a script: the one build the README's `make site` runs)
-from accessibility import AXE_TAGS, FAILING_IMPACTS, axe_source  # noqa: E402
+from accessibility import AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, axe_source  # noqa: E402
+from lab_pages import evaluate, open_page  # noqa: E402
 
 ARTIFACT = ROOT / "test-artifacts" / "site-audit.json"
 
@@ -53,7 +54,6 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 def audit_page(browser, base: str, page_path: str, axe: str) -> dict:
     """Load one page with outside requests refused; return its external requests, axe violations, figures."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
     external: list[str] = []
 
     def route(request_route):
@@ -64,19 +64,17 @@ def audit_page(browser, base: str, page_path: str, axe: str) -> dict:
             external.append(request_route.request.url)
             request_route.abort()
 
-    page = context.new_page()
-    page.route("**/*", route)
-    try:
+    with open_page(browser, viewport={"width": 1280, "height": 720}) as page:
+        page.route("**/*", route)
         page.goto(f"{base}/{page_path}", wait_until="load")
         page.wait_for_timeout(300)                       # MathJax typesets after load
         page.add_script_tag(content=axe)
-        result = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", AXE_TAGS)
-        figures = page.evaluate("""() => Array.from(document.querySelectorAll('img')).map(img => {
+        result = evaluate(page, "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", AXE_TAGS,
+                          what=f"axe-core's audit of {page_path}", timeout_s=AXE_TIMEOUT_S)
+        figures = evaluate(page, """() => Array.from(document.querySelectorAll('img')).map(img => {
             const alt = img.getAttribute('alt') || '';
             return {src: img.getAttribute('src'), alt: alt, described: alt !== '' && !alt.endsWith('.png')};
         })""")
-    finally:
-        context.close()
     violations = [{"id": v["id"], "impact": v["impact"], "help": v["help"], "nodes": len(v["nodes"]),
                    "example": v["nodes"][0]["html"][:200] if v["nodes"] else ""} for v in result["violations"]]
     return {"external_requests": external, "violations": violations,

@@ -56,8 +56,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, WIDGET_NOTEBOOKS,
-                       _direction, _move, _new_page, _open_lab, _operate, _other_controls, _run_all,
-                       _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open, _wait_widgets)
+                       _direction, _move, _open_lab, _operate, _other_controls, _run_all,
+                       _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open, _wait_widgets, evaluate,
+                       open_page)
 from checked_outputs import differences
 from keyboard import operate_by_keyboard
 from slideshow import check_heights, present
@@ -73,7 +74,7 @@ def _latency(page, widget, label: str, what: str, act, kernel_ms: list[int]) -> 
         ms, picture = _move(page, widget, lambda: act(k), what)
         samples.append(ms)
         unchanged += not picture
-        status = widget.evaluate("root => window.__seqlabSnap(root).status")
+        status = evaluate(widget, "root => window.__seqlabSnap(root).status")
         if match := re.search(r"(\d+) ms", status):
             kernel_ms.append(int(match.group(1)))
     median = statistics.median(samples)
@@ -102,16 +103,18 @@ def _sliders_redraw(page, notebook: str) -> dict:
 
         def check_move(label: str, act, what: str, shot: str, readout: bool) -> None:
             widget.screenshot(path=ARTIFACTS / f"{shot}-before.png")
-            before = widget.evaluate("root => window.__seqlabSnap(root)")
-            digests = [page.evaluate("window.__seqlabDigest", src) for src in before["pictures"]]
+            before = evaluate(widget, "root => window.__seqlabSnap(root)")
+            digests = [evaluate(page, "window.__seqlabDigest", src, what=f"the bytes of {src}")
+                       for src in before["pictures"]]
             _, picture = _move(page, widget, act, what)
-            after = widget.evaluate("root => window.__seqlabSnap(root)")
+            after = evaluate(widget, "root => window.__seqlabSnap(root)")
             widget.screenshot(path=ARTIFACTS / f"{shot}-after.png")
             if not picture:
                 print(f"{what}: the kernel redrew the same picture (the control has no visible effect here)")
                 entry["unchanged_moves"].append(label)
             elif before["pictures"]:
-                new = [page.evaluate("window.__seqlabDigest", src) for src in after["pictures"]]
+                new = [evaluate(page, "window.__seqlabDigest", src, what=f"the bytes of {src}")
+                       for src in after["pictures"]]
                 assert new != digests, f"{what}: the image was replaced by one with the same bytes"
             if readout:
                 assert after["readouts"] != before["readouts"], f"{what}: the slider's readout did not change"
@@ -157,13 +160,14 @@ def _sliders_redraw(page, notebook: str) -> dict:
         assert len(set(entry["spoken"])) > 1, (f"{notebook} widget {w}: the live region said the same before and "
                                                f"after every move: {entry['spoken'][0]!r}")
         # how the picture is shown: its displayed width over its pixel width (> 1: stretched, blurry)
-        entry["picture_scale"] = widget.evaluate("""root => [...root.querySelectorAll('img')].map(
+        entry["picture_scale"] = evaluate(widget, """root => [...root.querySelectorAll('img')].map(
             i => Math.round(100 * i.getBoundingClientRect().width / i.naturalWidth) / 100)""")
     return results
 
 
 def _save(page, notebook: str) -> None:
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    evaluate(page, "() => window.jupyterapp.commands.execute('docmanager:save').then(() => null)",
+             what=f"{notebook} to be saved (docmanager:save)")
     _wait(page, "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", f"{notebook} to be saved",
           PAGE_TIMEOUT_S)
 
@@ -187,9 +191,10 @@ def _save_and_reopen(page, notebook: str, lab) -> None:
     state = saved.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
     assert not state.get("state"), f"{notebook}: JupyterLab saved widget state; update this test's docstring"
 
-    page.evaluate("() => window.jupyterapp.shell.currentWidget.close()")
+    evaluate(page, "() => window.jupyterapp.shell.currentWidget.close()", what=f"{notebook} to close")
     _wait(page, "() => !document.querySelector('.jp-NotebookPanel')", f"{notebook} to close", PAGE_TIMEOUT_S)
-    page.evaluate("(nb) => window.jupyterapp.commands.execute('docmanager:open', {path: nb})", notebook)
+    evaluate(page, "(nb) => window.jupyterapp.commands.execute('docmanager:open', {path: nb}).then(() => null)",
+             notebook, what=f"{notebook} to open again")
     _wait_notebook_open(page, notebook)
     _wait_kernel(page, "Idle", f"the reopened {notebook} to reconnect to its kernel")
     widgets = _wait_widgets(page, notebook, "after saving, closing and opening it again")
@@ -266,8 +271,7 @@ class _WidgetNotebookInLab:
             now = time.perf_counter()
             seconds[name], started = round(now - started, 1), now
 
-        page = _new_page(browser, lab)
-        try:
+        with open_page(browser, lab) as page:
             _open_lab(page, lab, f"live-{stem}", notebook)
             _wait_kernel(page, "Idle", f"the kernel of {notebook} to start")
             phase("open")
@@ -284,8 +288,6 @@ class _WidgetNotebookInLab:
             phase("reopen")
             too_tall = present(page, notebook)
             phase("slides")
-        finally:
-            page.context.close()
         assert lab.shut_down_kernels_of(notebook), f"{notebook} had no kernel to shut down"
         print(f"{notebook}: seconds per phase {seconds}")
         check_heights(notebook, too_tall)
