@@ -5,15 +5,17 @@ ARGS ?=
 
 NB ?=
 
-.PHONY: lab test execute bench setup reset site
+.PHONY: lab test execute bench setup reset site notebook
 lab:      ## set up, copy new notebooks into work/ (yours are never overwritten), open JupyterLab there (options: make lab ARGS="--no-browser --port 8899")
 	$(PYTHON) course.py lab $(ARGS)
 reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04-lstm
 	$(PYTHON) course.py reset $(NB)
 test:     ## set up, then run every test (unit tests and notebooks), offline
 	$(PYTHON) course.py test
-execute:  ## re-run every notebook in place from a fresh kernel and print run times
-	$(PYTHON) course.py execute
+execute:  ## re-run every notebook (or ARGS="notebooks/04-lstm.ipynb") in place from a fresh kernel and print run times
+	$(PYTHON) course.py execute $(ARGS)
+notebook: ## after editing one notebook: execute it, tag it across the profiles, run its tests: make notebook NB=11
+	$(PYTHON) course.py notebook $(NB)
 bench:    ## speed of seqlab's models against torch.nn, as ratios measured in one run
 	$(PYTHON) course.py bench
 site:     ## the offline HTML edition: every executed notebook as static pages in build/site/ (open index.html)

@@ -22,9 +22,14 @@ _file_seconds: dict[str, float] = defaultdict(float)     # every test file (note
 SLOWEST_FILES = 15
 
 
+_failed_notebooks: set[str] = set()
+
+
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
     _file_seconds[path] += report.duration
+    if report.failed and path.endswith(".ipynb"):
+        _failed_notebooks.add(path)
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration
     for name, value in report.user_properties:          # a widget notebook that its browser test ran instead
@@ -100,7 +105,18 @@ def _slowest_files_summary(terminalreporter) -> None:
     (out / "test-file-times.json").write_text(json.dumps(dict(sorted(_file_seconds.items())), indent=1))
 
 
+def _reproduce_summary(terminalreporter) -> None:
+    """For each notebook that failed, the command that runs it alone (and the one for after an edit)."""
+    if not _failed_notebooks or hasattr(terminalreporter.config, "workerinput"):
+        return
+    terminalreporter.section("to reproduce a notebook failure")
+    for path in sorted(_failed_notebooks):
+        terminalreporter.write_line(f".venv/bin/python -m pytest {path}    "
+                                    f"(after editing it: make notebook NB={Path(path).name[:2]})")
+
+
 def pytest_terminal_summary(terminalreporter):
+    _reproduce_summary(terminalreporter)
     _browser_latency_summary(terminalreporter)
     _slowest_files_summary(terminalreporter)
     if not _notebook_seconds:

@@ -345,17 +345,22 @@ def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tupl
     return copied, changed
 
 
-def reset_work_copy(name: str, course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> Path:
-    """Replace the work copy of notebook ``name`` (``04-lstm``, ``04-lstm.ipynb`` or ``04``) by the
-    course's; the old copy is moved to ``work/.old/NAME-<time>.ipynb``. Returns the old copy's new
-    path (or the copy's path, when there was none)."""
+def find_notebook(name: str, course: Path = COURSE_NOTEBOOKS) -> Path:
+    """The course notebook called ``name``: ``04-lstm``, ``04-lstm.ipynb``, ``notebooks/04-lstm.ipynb`` or ``04``."""
     stem = Path(name).name.removesuffix(".ipynb")
     matches = sorted(p for p in course.glob("*.ipynb") if p.stem == stem or p.stem.split("-", 1)[0] == stem)
     if len(matches) != 1:
         known = ", ".join(p.stem for p in sorted(course.glob("*.ipynb")))
         raise SystemExit(f"[course] no single course notebook named {name!r} (found {len(matches)}); "
                          f"the notebooks are: {known}")
-    notebook = matches[0]
+    return matches[0]
+
+
+def reset_work_copy(name: str, course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> Path:
+    """Replace the work copy of notebook ``name`` (``04-lstm``, ``04-lstm.ipynb`` or ``04``) by the
+    course's; the old copy is moved to ``work/.old/NAME-<time>.ipynb``. Returns the old copy's new
+    path (or the copy's path, when there was none)."""
+    notebook = find_notebook(name, course)
     mine, kept = work / notebook.name, work / notebook.name
     work.mkdir(exist_ok=True)
     if mine.exists():
@@ -400,6 +405,37 @@ def cmd_execute(args: list[str]) -> int:
     return subprocess.run([str(py), str(ROOT / "scripts" / "execute_notebooks.py"), *args], cwd=ROOT).returncode
 
 
+def notebook_plan(notebook: Path, root: Path = ROOT) -> list[tuple[str, list[str]]]:
+    """What ``course.py notebook NN`` runs after an edit, in order: (what the step is for, its command; a
+    command starting with "course.py" runs with this Python, the others with the venv's)."""
+    path = notebook.relative_to(root).as_posix()
+    tests = [path, "tests/test_notebooks_committed.py",
+             *(f"tests/{t.name}" for t in sorted((root / "tests").glob(f"test_exercises_nb{notebook.name[:2]}.py")))]
+    return [
+        ("execute it in place from a fresh kernel (slide rule applied)", ["scripts/execute_notebooks.py", path]),
+        ("run it under every arithmetic profile", ["scripts/portability.py", "run", path]),
+        ("tag the cells every profile prints alike, for nbval to compare",
+         ["scripts/portability.py", "tag", path]),
+        (f"its tests, under the profiles CI runs (native, {CI_EXTRA_PROFILE})",
+         ["course.py", "test", f"--profiles=native,{CI_EXTRA_PROFILE}", *tests]),
+    ]
+
+
+def cmd_notebook(args: list[str]) -> int:
+    if len(args) != 1:
+        print("usage: python3 course.py notebook NOTEBOOK   (e.g. 11; make notebook NB=11)")
+        return 2
+    py, notebook = setup(), find_notebook(args[0])
+    for number, (why, command) in enumerate(notebook_plan(notebook), start=1):
+        runner = [sys.executable] if command[0] == "course.py" else [str(py)]
+        log(f"{notebook.stem}, step {number}: {why}: {' '.join(command)}")
+        if subprocess.run([*runner, *command], cwd=ROOT).returncode != 0:
+            log(f"step {number} failed; fix it and run `make notebook NB={notebook.name[:2]}` again")
+            return 1
+    log(f"{notebook.stem}: executed, tagged and tested; commit the notebook with the change that made it")
+    return 0
+
+
 def bench_plan(args: list[str], scripts: Path = ROOT / "scripts") -> list[list[str]]:
     """What ``course.py bench ARGS`` runs: with no ARGS every ``scripts/bench_*.py``; with ``NAME [FLAGS]``
     (e.g. ``rnn --hidden 256``) that one benchmark with its flags. Each script takes its own flags, so
@@ -437,7 +473,7 @@ def cmd_setup(args: list[str]) -> int:
 
 
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
-         "reset": cmd_reset, "site": cmd_site}
+         "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook}
 
 
 def main(argv: list[str]) -> int:

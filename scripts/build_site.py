@@ -69,6 +69,18 @@ def without_widget_outputs(nb: nbformat.NotebookNode) -> int:
     return replaced
 
 
+TOGGLE_LABEL = '<summary aria-label="Toggle hidden content">'
+
+
+def fix_toggle_names(page: Path) -> None:
+    """myst-nb labels each hide-input/hide-output toggle "Toggle hidden content" while it shows "Show code cell
+    output": a screen reader would announce a name other than the visible one (axe: label-content-name-mismatch).
+    Without the label the visible text is the name."""
+    html = page.read_text(encoding="utf-8")
+    if TOGGLE_LABEL in html:
+        page.write_text(html.replace(TOGGLE_LABEL, "<summary>"), encoding="utf-8")
+
+
 def fold_reveals(nb: nbformat.NotebookNode) -> int:
     """Fold the output of each reveal cell (a prediction's measurement) behind myst-nb's "show output"
     toggle, so a reader meets the question before the answer. Returns how many were folded."""
@@ -132,6 +144,8 @@ def build(out: Path) -> Path:
     subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "1", str(staging), str(out)],
                    check=True, cwd=ROOT)
     (out / ".buildinfo").unlink(missing_ok=True)
+    for page in out.rglob("*.html"):
+        fix_toggle_names(page)
     pages = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
     (out / "pages.json").write_text(json.dumps(pages, indent=1) + "\n")
     print(f"[site] {count} notebooks ({widgets} widget outputs replaced by a note) -> {len(pages)} pages in "

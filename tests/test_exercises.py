@@ -117,4 +117,4 @@ def test_predictions_are_the_predict_exercises_of_the_notebooks():
     code = "\n".join("".join(c["source"]) for nb in sorted(NOTEBOOKS.glob("*.ipynb"))
                      for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
     called = set(__import__("re").findall(r'check\(\s*"(predict_\w+)"', code))
-    assert called == set(PREDICTIONS) and len(PREDICTIONS) == 17
+    assert called == set(PREDICTIONS) and len(PREDICTIONS) >= 17        # the course has 17; none may be lost

@@ -314,3 +314,16 @@ def test_bench_runs_every_benchmark_or_one_named_with_its_own_flags(tmp_path):
     assert course.bench_plan(["rnn", "--hidden", "256"], tmp_path) == [[str(tmp_path / "bench_rnn.py"), "--hidden", "256"]]
     with pytest.raises(SystemExit, match="name the benchmark first, one of lm, rnn; got '--hidden'"):
         course.bench_plan(["--hidden", "256"], tmp_path)
+
+
+def test_make_notebook_executes_tags_and_tests_the_one_notebook_it_is_given():
+    notebook = course.find_notebook("11")
+    assert notebook.name == "11-positional-encodings.ipynb" and course.find_notebook("11-positional-encodings") == notebook
+    plan = course.notebook_plan(notebook)
+    commands = [command for _, command in plan]
+    path = "notebooks/11-positional-encodings.ipynb"
+    assert commands[:3] == [["scripts/execute_notebooks.py", path], ["scripts/portability.py", "run", path],
+                            ["scripts/portability.py", "tag", path]]
+    assert commands[3] == ["course.py", "test", f"--profiles=native,{course.CI_EXTRA_PROFILE}", path,
+                           "tests/test_notebooks_committed.py", "tests/test_exercises_nb11.py"]
+    assert "notebook:" in (course.ROOT / "Makefile").read_text() and course.VERBS["notebook"] is course.cmd_notebook

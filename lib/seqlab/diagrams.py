@@ -77,14 +77,14 @@ class _Canvas:
                      fontweight="bold" if lit else "normal", **kw)
 
 
-def _state(part: str, highlight: str | None, shown: bool) -> bool | None:
-    """How to draw ``part``: None plain, True lit (the highlighted part), False faded (another part is lit,
-    or the part comes at a later stage of the build-up)."""
+def _state(parts: str | tuple[str, ...], highlight: str | None, shown: bool) -> bool | None:
+    """How to draw what belongs to ``parts``: None plain, True lit (one of them is the highlighted part),
+    False faded (another part is lit, or it comes at a later stage of the build-up)."""
     if not shown:
         return False
     if highlight is None:
         return None
-    return part == highlight
+    return highlight in ((parts,) if isinstance(parts, str) else parts)
 
 
 # The LSTM's parts in the order notebook 4 builds them, each with the stage at which it appears.
@@ -103,42 +103,47 @@ def lstm_cell(*, stage: int = 4, highlight: str | None = None) -> Diagram:
     if highlight is not None and highlight not in LSTM_PARTS:
         raise ValueError(f"highlight should be one of {sorted(LSTM_PARTS)} or None, got {highlight!r}")
     s = {part: _state(part, highlight, LSTM_PARTS[part] <= stage) for part in LSTM_PARTS}
+
+    def joint(*parts: str, shown_from: int) -> bool | None:      # shared by several parts, e.g. the x that f_t acts on
+        return _state(parts, highlight, stage >= shown_from)
+
     c = _Canvas(12.0, 6.6, (9.0, 4.95))
     c.ax.add_patch(FancyBboxPatch((1.3, 0.9), 9.2, 4.9, boxstyle="round,pad=0.1", facecolor="#fafafa",
                                   edgecolor="#9a9a9a", lw=1.0, zorder=0))
     gates = {"forget": (3.0, "$\\sigma$", "$f_t$"), "input": (4.6, "$\\sigma$", "$i_t$"),
              "candidate": (6.2, "tanh", "$\\tilde c_t$"), "output": (7.8, "$\\sigma$", "$o_t$")}
-    # the shared input [h_{t-1}; x_t]: h_{t-1} from the left along the bottom, x_t from below
-    inputs = s["forget"]
+    # the shared input z_t = [h_{t-1}; x_t]: h_{t-1} from the left along the bottom, x_t from below
+    inputs = joint(*gates, shown_from=1)
     c.label(0.1, 1.35, "$h_{t-1}$", lit=inputs, va="center")
     c.line([(0.75, 1.35), (2.2, 1.35), (7.8, 1.35)], lit=inputs, arrow=False)
     c.label(2.1, 0.1, "$x_t$", lit=inputs)
     c.line([(2.2, 0.45), (2.2, 1.35)], lit=inputs, arrow=False)
+    c.label(2.35, 0.95, "$z_t = [h_{t-1}; x_t]$", lit=inputs, fontsize=9)
     for part, (x, f, name) in gates.items():
         c.line([(x, 1.35), (x, 2.05)], lit=s[part])
         c.box(x, 2.4, f, CANDIDATE_FILL if part == "candidate" else GATE_FILL, lit=s[part], w=1.15)
         c.label(x - 0.5, 2.95, name, lit=s[part], fontsize=11, ha="right")
     # the cell state's line along the top: c_{t-1} -> (x f_t) -> (+ i_t * c~_t) -> c_t
-    cell = s["cell"]
-    c.label(0.1, 5.0, "$c_{t-1}$", lit=cell, va="center")
-    c.line([(0.75, 5.0), (2.72, 5.0)], lit=cell)
-    c.op(3.0, 5.0, "×", lit=cell)
-    c.line([(3.0, 2.75), (3.0, 4.72)], lit=cell if s["cell"] is not None else s["forget"])
+    cell, keep, write = s["cell"], joint("forget", "cell", shown_from=3), joint("input", "candidate", "cell", shown_from=3)
+    c.label(0.1, 5.0, "$c_{t-1}$", lit=keep, va="center")
+    c.line([(0.75, 5.0), (2.72, 5.0)], lit=keep)
+    c.op(3.0, 5.0, "×", lit=keep)
+    c.line([(3.0, 2.75), (3.0, 4.72)], lit=joint("forget", "cell", shown_from=1))
     c.line([(3.28, 5.0), (5.12, 5.0)], lit=cell)
-    c.op(5.4, 5.0, "+", lit=cell)
-    c.op(5.4, 3.65, "×", lit=cell)
-    c.line([(4.6, 2.75), (4.6, 3.65), (5.12, 3.65)], lit=cell)
-    c.line([(6.2, 2.75), (6.2, 3.65), (5.68, 3.65)], lit=cell)
-    c.line([(5.4, 3.93), (5.4, 4.72)], lit=cell)
+    c.op(5.4, 5.0, "+", lit=write)
+    c.op(5.4, 3.65, "×", lit=write)
+    c.line([(4.6, 2.75), (4.6, 3.65), (5.12, 3.65)], lit=joint("input", "cell", shown_from=3))
+    c.line([(6.2, 2.75), (6.2, 3.65), (5.68, 3.65)], lit=joint("candidate", "cell", shown_from=3))
+    c.line([(5.4, 3.93), (5.4, 4.72)], lit=write)
     c.line([(5.68, 5.0), (11.3, 5.0)], lit=cell)
     c.label(11.35, 5.0, "$c_t$", lit=cell, va="center")
     # the output: h_t = o_t * tanh(c_t)
-    hidden = s["hidden"]
+    hidden, show = s["hidden"], joint("output", "hidden", shown_from=4)
     c.line([(9.3, 5.0), (9.3, 4.32)], lit=hidden)
     c.box(9.3, 4.0, "tanh", CANDIDATE_FILL, lit=hidden, w=0.95, h=0.55, fontsize=11)
     c.line([(9.3, 3.72), (9.3, 2.68)], lit=hidden)
-    c.op(9.3, 2.4, "×", lit=hidden)
-    c.line([(8.375, 2.4), (9.02, 2.4)], lit=hidden if hidden is not None else s["output"])
+    c.op(9.3, 2.4, "×", lit=show)
+    c.line([(8.375, 2.4), (9.02, 2.4)], lit=joint("output", "hidden", shown_from=1))
     c.line([(9.3, 2.12), (9.3, 1.35), (11.3, 1.35)], lit=hidden)
     c.label(11.35, 1.35, "$h_t$", lit=hidden, va="center")
     c.line([(10.7, 1.35), (10.7, 6.3)], lit=hidden)
