@@ -118,3 +118,11 @@ def test_predictions_are_the_predict_exercises_of_the_notebooks():
                      for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
     called = set(__import__("re").findall(r'check\(\s*"(predict_\w+)"', code))
     assert called == set(PREDICTIONS) and len(PREDICTIONS) >= 17        # the course has 17; none may be lost
+
+
+def test_every_exercise_belongs_to_exactly_one_notebook():
+    """exercises_of() goes by the module that registered an exercise, not by where its reference lives:
+    bptt_step's reference is seqlab.gradients.bptt_step, and notebook 3's final cell must still check it."""
+    owners = {name: [m for m in NOTEBOOK_MODULES if name in exercises_of(m[:4])] for name in EXERCISES}
+    assert all(len(found) == 1 for found in owners.values()), {n: f for n, f in owners.items() if len(f) != 1}
+    assert "bptt_step" in exercises_of("nb03")

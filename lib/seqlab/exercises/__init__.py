@@ -8,7 +8,7 @@ imported here, which registers its exercises. ``exercises_of("nb04")`` lists one
 import importlib
 import pkgutil
 
-from seqlab.exercises._core import EXERCISES, Case, CheckResult, Exercise, Measured, check, register
+from seqlab.exercises._core import EXERCISES, REGISTERED_BY, Case, CheckResult, Exercise, Measured, check, register
 
 NOTEBOOK_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("nb"))
 for _module in NOTEBOOK_MODULES:
@@ -18,7 +18,7 @@ for _module in NOTEBOOK_MODULES:
 def exercises_of(notebook: str) -> dict[str, Exercise]:
     """The exercises whose reference solution is defined in one notebook's module, e.g. ``exercises_of("nb01")``."""
     prefix = f"{__name__}.{notebook}"
-    return {name: ex for name, ex in EXERCISES.items() if ex.reference.__module__.startswith(prefix)}
+    return {name: ex for name, ex in EXERCISES.items() if REGISTERED_BY[name].startswith(prefix)}
 
 
 __all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "check", "exercises_of",

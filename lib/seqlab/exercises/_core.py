@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,12 +106,15 @@ class CheckResult:
 
 
 EXERCISES: dict[str, Exercise] = {}
+REGISTERED_BY: dict[str, str] = {}      # exercise name -> the module that registered it (its notebook's)
 
 
 def register(exercise: Exercise) -> Exercise:
     if exercise.name in EXERCISES:
         raise ValueError(f"an exercise named {exercise.name!r} is already registered")
     EXERCISES[exercise.name] = exercise
+    # the caller, not the reference's module: a reference may live in the library (bptt_step's in seqlab.gradients)
+    REGISTERED_BY[exercise.name] = sys._getframe(1).f_globals.get("__name__", "")
     return exercise
 
 

@@ -8,12 +8,9 @@ gradients come from a hand-written BPTT -- for each cell a ``*_backward_prepare`
 later step, for all ``t`` at once) and a ``*_step_backward`` (one step back), below.
 
 Why it is the default: speed. Recording ~10 small operations per time step for autograd, and
-replaying them, costs more than the arithmetic at course sizes. ``scripts/bench_rnn.py`` (one
-training step, batch 32, 100 steps, input 64, hidden 128; 2-core AMD EPYC, torch 2.13 CPU, two
-runs) measured the fused path at 13-17, 46-61 and 44-48 ms for RNN, LSTM and GRU against the plain
-loop's 21-31, 104-119 and 95-96 ms: about half the time (torch.nn's oneDNN: 13-20, 26-29, 53-57 ms),
-which keeps the notebooks' training runs laptop-sized. The outputs are the same to float32
-rounding; the tests check both paths against torch.nn and the hand-written steps against autograd.
+replaying them, costs more than the arithmetic at course sizes; ``make bench`` (``scripts/bench_rnn.py``)
+measures both paths against torch.nn. The outputs are the same to float32 rounding; the tests check
+both paths against torch.nn and the hand-written steps against autograd.
 
 Contract: the fused backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh`` and the
 initial state only. A step that carries a tensor requiring grad (bound with ``functools.partial``,

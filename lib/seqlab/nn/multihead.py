@@ -1,81 +1,18 @@
-r"""Multi-head attention: :math:`h` self-attention heads side by side, concatenated, mixed by :math:`W_O`.
+r"""Multi-head attention: :math:`h` heads side by side, concatenated, mixed by :math:`W_O` (notebook 10).
 
-One head (notebook 9) computes one weighting of the tokens. Multi-head attention runs :math:`h`
-of them in parallel, each in its own smaller subspace, so that different heads can look for
-different things (the previous token, the matching bracket, the subject of the verb):
+:math:`\mathrm{head}_i = \mathrm{softmax}(Q W_Q^{(i)} (K W_K^{(i)})^\top / \sqrt{d_k} + M)\, V W_V^{(i)}`,
+:math:`\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O`, with
+:math:`d_k = d_{model} / h`. The :math:`h` projections are one stacked matrix, so a forward is: project once,
+``view`` into ``(B, h, n, d_k)``, attend in every head at once (:func:`seqlab.nn.attention.attend`), merge back,
+multiply by :math:`W_O`. Tensors are kept sequence-first inside, as torch does.
 
-.. math::
-
-    \mathrm{head}_i = \mathrm{Attention}(Q W_Q^{(i)},\; K W_K^{(i)},\; V W_V^{(i)}), \qquad
-    \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}} + M\Big) V
-
-.. math::
-
-    \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O
-
-with :math:`W_Q^{(i)}, W_K^{(i)}, W_V^{(i)} \in \mathbb{R}^{d_{model} \times d_k}`, :math:`d_k = d_{model} / h`
-and :math:`W_O \in \mathbb{R}^{d_{model} \times d_{model}}` (:math:`d_{model}` = torch's ``embed_dim``, :math:`h` =
-``num_heads``).
-In self-attention :math:`Q = K = V = X`, the layer's input; in the decoder's cross-attention
-:math:`Q` comes from the decoder and :math:`K = V` from the encoder (the *memory*). Each head
-costs :math:`1/h` of a wide head, so :math:`h` heads cost about what one head of width
-:math:`d_{model}` costs.
-
-**The h heads are one matrix product.** Stacking the :math:`h` matrices :math:`W_Q^{(i)}` side by
-side gives one :math:`d_{model} \times d_{model}` matrix :math:`W_Q = [W_Q^{(1)} \dots W_Q^{(h)}]`;
-likewise :math:`W_K, W_V`. torch stores the three stacked, transposed, in one parameter:
-``in_proj_weight`` of shape ``(3 d_model, d_model)`` is :math:`[W_Q; W_K; W_V]^\top` (rows ``0:d_model`` give
-the queries, ``d_model:2 d_model`` the keys, ``2 d_model:3 d_model`` the values; rows ``i d_k:(i+1) d_k`` of each
-block are head :math:`i`'s :math:`(W_Q^{(i)})^\top`). When keys or values have other sizes (``kdim``, ``vdim``) the
-three are separate: ``q_proj_weight`` ``(d_model, d_model)``, ``k_proj_weight`` ``(d_model, kdim)``,
-``v_proj_weight`` ``(d_model, vdim)``. ``out_proj`` is :math:`W_O` (an ``nn.Linear``). So:
-
-1. project once: :math:`Q W_Q` has shape ``(B, n, d_model)``;
-2. split the heads: ``view(B, n, h, d_k)`` then swap the middle axes -> ``(B, h, n, d_k)``;
-   column block :math:`i` of :math:`Q W_Q` *is* :math:`Q W_Q^{(i)}`, no data moves;
-3. attend in every head at once: :func:`seqlab.nn.attention.attend` on ``(B, h, n, d_k)``;
-4. concatenate: swap back and ``reshape(B, n, d_model)`` --
-   :math:`\mathrm{Concat}(\mathrm{head}_1..\mathrm{head}_h)`;
-5. mix the heads: multiply by :math:`W_O`.
-
-(Internally the tensors are kept sequence-first, ``(n, B, d_model)``, as torch does, so that the
-``(B, h)`` axes of the split heads sit next to each other in memory and the batched products need
-no copies; the shapes in the comments are the logical ones.)
-
-**Twin of torch.nn.MultiheadAttention.** Same constructor, parameter names, initialisation, masks
-and return values, so a torch ``state_dict`` loads with ``strict=True`` (and ours into torch's).
-Masks take torch's meaning at this boundary (:func:`seqlab.nn.masks.from_torch`): a boolean
-``attn_mask`` is True where attending is *blocked*, a boolean ``key_padding_mask`` is True at
-*padding*; float masks are added to the scores. They are converted once, merged with
-:func:`seqlab.nn.masks.merge_masks`, and the softmax is :func:`seqlab.nn.attention.attend`'s.
-
-Where seqlab differs from torch (each on purpose):
-
-- a query with no key to attend to (a fully masked row, an all-padding sequence) gets zero weights
-  and a zero attention output before :math:`W_O` (and zero gradients), where ``torch.nn.MultiheadAttention``
-  gives NaN when it returns the weights (the default) and on its inference fast path
-  (``F.scaled_dot_product_attention`` in torch 2.13 gives zeros, as seqlab does; notebook 10 shows both);
-- ``is_causal=True`` without ``attn_mask`` builds the causal mask
-  (:func:`seqlab.nn.masks.causal_mask`: the ``L`` queries are the last ``L`` of the ``S`` key
-  positions), where torch raises; on the fused path with no other mask it is passed to the
-  kernel as a flag instead, so no ``(L, S)`` mask is kept for backward. With an ``attn_mask``,
-  that mask is used as given (``is_causal`` is then a hint, as in torch);
-- keyword-only extras: ``fused`` (use ``scaled_dot_product_attention`` when no weights are asked
-  for), and three call arguments: ``cache`` (a :class:`AttentionCache` of the keys and values seen
-  so far, for generating one token at a time), ``rotate`` and ``score_bias`` (what a positional
-  encoding puts inside attention: RoPE's rotation of the split heads' queries and keys, ALiBi's
-  ``(h, L, S)`` bias on the scores). The attention holds no encoding: the model that owns one hands
-  these in on every call (:meth:`seqlab.nn.positional.PositionalEncoding.attention_args`).
-
-**The KV cache.** A decoder generating token ``t`` needs the keys and values of tokens ``0..t-1``
-again, and they have not changed (causal attention: a token never reads a later one). So the
-self-attention keeps them: ``forward(x_new, x_new, x_new, cache=c, is_causal=True)`` projects only
-the ``L`` new positions, appends their keys and values to ``c`` (now ``m = offset + L`` of each)
-and lets the ``L`` queries attend to all ``m`` keys. The queries are the *last* ``L`` of the ``m``
-positions, the convention of :func:`seqlab.nn.masks.causal_mask` and of the positional hooks.
-The cache stores keys *before* ``rotate``: RoPE rotates all ``m`` keys by their
-position at every step (``O(m d_k)`` work, as much as the scores themselves), which keeps the hook
-exactly as an ordinary forward pass uses it. :class:`KVCache` is one :class:`AttentionCache` per layer.
+A twin of ``torch.nn.MultiheadAttention``: same constructor, parameter names (``in_proj_weight`` is
+:math:`[W_Q; W_K; W_V]^\top`), initialisation, masks (torch's meaning, converted once by
+:func:`seqlab.nn.masks.from_torch`) and return values. On purpose it differs in two ways: a query with no key
+gets zero weights and output (torch: NaN), and ``is_causal=True`` without a mask builds the causal mask (torch
+raises). Keyword-only extras: ``fused``, and the call arguments ``cache`` (the keys and values of earlier tokens,
+for generation; :class:`AttentionCache`, :class:`KVCache`), ``rotate`` and ``score_bias`` (what RoPE and ALiBi
+put inside attention; the model that owns the encoding hands them in).
 """
 
 from __future__ import annotations
