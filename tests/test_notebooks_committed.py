@@ -114,3 +114,44 @@ def test_a_prediction_is_asked_before_its_answer_is_shown(path, name, prediction
     untagged = [i for i in between if not course.is_reveal(cells[i])]
     assert not untagged, f"{path.name}: cells {untagged} show {name}'s measurement but are not tagged reveal"
     assert not course.is_reveal(cells[prediction]), f"{path.name}: the student's prediction cell is tagged reveal"
+
+
+# -- printed listings: a committed notebook shows the library's code as it is now ---------------------------
+def _seqlab_names(cells) -> dict[str, tuple[str, str]]:
+    """name -> (module, attribute) for every ``from seqlab... import ...`` in the notebook's code cells."""
+    import ast
+
+    names = {}
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:                       # a cell with IPython syntax (?? or %magic)
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seqlab"):
+                names.update({alias.asname or alias.name: (node.module, alias.name) for alias in node.names})
+    return names
+
+
+LISTINGS = [(path, index, expr) for path in NOTEBOOKS
+            for index, cell in enumerate(nbformat.read(path, as_version=4).cells) if cell.cell_type == "code"
+            for expr in re.findall(r"print\(inspect\.getsource\(([\w.]+)\)\)", cell.source)]
+
+
+@pytest.mark.parametrize("path, index, expr", LISTINGS, ids=[f"{p.name[:2]}-{e}" for p, _, e in LISTINGS])
+def test_a_printed_listing_is_the_librarys_current_code(path, index, expr):
+    """A listing printed with inspect.getsource is committed as output; after a change to that code the
+    notebook must be re-executed (make notebook NB=NN), or it shows code the library no longer has."""
+    import importlib
+    import inspect
+
+    cells = nbformat.read(path, as_version=4).cells
+    module, attribute = _seqlab_names(cells)[expr.split(".")[0]]
+    obj = getattr(importlib.import_module(module), attribute)
+    for part in expr.split(".")[1:]:
+        obj = getattr(obj, part)
+    printed = "".join(o.get("text", "") for o in cells[index].outputs if o.output_type == "stream")
+    assert inspect.getsource(obj) in printed, (f"{path.name}, cell {index}: the printed {expr} is not the library's "
+                                               f"current code; run `make notebook NB={path.name[:2]}`")
