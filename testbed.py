@@ -3,7 +3,9 @@
 - where the browser tests find Chromium (:func:`find_chromium`, and the command that installs it) and the
   HTML edition's npm packages (:data:`NPM_DIR`);
 - the arithmetic profiles (:data:`PROFILES`): ways this machine computes as other students' machines do;
-- how ``make test`` runs pytest side by side (:func:`parallel_arguments`, :func:`worker_threads`).
+- how ``make test`` runs pytest side by side (:func:`parallel_arguments`, :func:`worker_threads`);
+- what of a notebook is compared as text (:func:`is_compared`, :func:`compared_texts`): nbval's rule, written
+  once for the browser tests' check and for scripts/portability.py, and tested against nbval's own.
 
 course.py (the set-up and its command line), tests/browser/conftest.py, scripts/portability.py and
 scripts/mutants.py import it from here. Standard library only: course.py imports it before the
@@ -12,7 +14,9 @@ virtual environment exists.
 
 from __future__ import annotations
 
+import configparser
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -97,3 +101,63 @@ def worker_threads(env: dict[str, str], workers: int, cpus: int | None = None) -
     if int(out["OMP_NUM_THREADS"]) * workers > cpus:
         out.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return out
+
+
+# -- what is compared: nbval 0.11's rule under --nbval-lax -------------------------------------------------
+CHECK_TAG = "nbval-check-output"        # the cells compared as text
+SANITIZE_CFG = Path(__file__).resolve().parent / "tests" / "sanitize.cfg"
+NOT_COMPARED = {"image/png", "image/jpeg", "application/vnd.jupyter.widget-view+json"}   # pictures; widget model ids
+_IGNORE_COMMENT = re.compile(r"^\s*#\s*NBVAL_(IGNORE_OUTPUT|SKIP)\b", re.MULTILINE)   # nbval: the comment wins
+_CARRIAGE_RETURN = re.compile(r"^.*\r(?=[^\n])", re.MULTILINE)
+_BACKSPACE = re.compile("[^\n]\x08")
+
+
+def is_compared(cell: dict) -> bool:
+    """nbval compares this code cell's outputs: tagged nbval-check-output and not marked to ignore them."""
+    return (cell.get("cell_type") == "code" and CHECK_TAG in cell.get("metadata", {}).get("tags", [])
+            and not _IGNORE_COMMENT.search("".join(cell.get("source", ""))))
+
+
+def sanitize_patterns(path: Path = SANITIZE_CFG) -> list[tuple[str, str]]:
+    """(regex, replacement) pairs of an nbval sanitize file (``--nbval-sanitize-with``), in its order."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(path)
+    return [(parser[section]["regex"], parser[section]["replace"]) for section in parser.sections()]
+
+
+def _stream_text(text: str) -> str:
+    while True:                                   # a character followed by a backspace cancels out
+        shorter = _BACKSPACE.sub("", text)
+        if len(shorter) == len(text):
+            break
+        text = shorter
+    return _CARRIAGE_RETURN.sub("", text)         # a line overwritten by a carriage return
+
+
+def compared_texts(outputs: list, patterns: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """The texts nbval compares for one cell's outputs: key (stream name, MIME type, "error") -> texts in order.
+
+    Streams are joined per name with \\r and \\b applied; every other output gives each of its ``data``
+    entries but pictures and widget views; each text goes through the sanitize ``patterns`` first.
+    """
+    def clean(text: str) -> str:
+        for regex, replacement in patterns:
+            text = re.sub(regex, replacement, text)
+        return text
+
+    texts: dict[str, list[str]] = {}
+    streams: dict[str, str] = {}
+    for output in outputs:
+        if output["output_type"] == "stream":
+            if output["name"] not in streams:
+                texts.setdefault(output["name"], [])          # keeps the stream's place among the keys
+            streams[output["name"]] = streams.get(output["name"], "") + output["text"]
+        elif output["output_type"] in ("execute_result", "display_data"):
+            for mime, value in output.get("data", {}).items():
+                if mime not in NOT_COMPARED:
+                    texts.setdefault(mime, []).append(clean(value if isinstance(value, str) else str(value)))
+        elif output["output_type"] == "error":
+            texts.setdefault("error", []).append(f"{output['ename']}: {output['evalue']}")
+    for name, text in streams.items():
+        texts[name] = [clean(_stream_text(text))]
+    return texts

@@ -25,7 +25,6 @@ re-executed here, only their tags change.
 from __future__ import annotations
 
 import argparse
-import configparser
 import json
 import os
 import re
@@ -40,47 +39,22 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from testbed import PROFILES, profile_environment, worker_threads  # noqa: E402
+from testbed import CHECK_TAG, PROFILES, compared_texts, profile_environment, sanitize_patterns, worker_threads  # noqa: E402
 
 OUT = ROOT / "test-artifacts" / "portability"
-CHECK_TAG = "nbval-check-output"
 NEVER_COMPARED = re.compile(r"getsource|show_source|NBVAL_IGNORE_OUTPUT")   # printed library source (see the
 # docstring), and cells nbval is told to ignore (a tag on them too makes nbval warn of overlapping options)
 
 
-def sanitizers() -> list[tuple[re.Pattern, str]]:
+def sanitizers() -> list[tuple[str, str]]:
     """The regexes of tests/sanitize.cfg, which nbval applies before comparing."""
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read(ROOT / "tests" / "sanitize.cfg")
-    return [(re.compile(parser[s]["regex"]), parser[s]["replace"]) for s in parser.sections()]
+    return sanitize_patterns()
 
 
 def cell_text(cell: nbformat.NotebookNode, rules=None) -> str:
-    """What nbval compares of one code cell: its text outputs (no images, no widget views), sanitised."""
-    rules = sanitizers() if rules is None else rules
-    parts: list[str] = []
-    stream = None                       # consecutive prints to one stream are one text (as nbval joins them)
-    for out in cell.get("outputs", []):
-        kind = out.get("output_type")
-        if kind == "stream":
-            if stream == out["name"]:
-                parts[-1] += out["text"]
-            else:
-                parts.append(f"[{out['name']}] {out['text']}")
-            stream = out["name"]
-            continue
-        stream = None
-        if kind in ("execute_result", "display_data"):
-            data = out.get("data", {})
-            for mime in ("text/plain", "text/html", "text/latex", "text/markdown"):
-                if mime in data and "application/vnd.jupyter.widget-view+json" not in data:
-                    parts.append(f"[{mime}] {data[mime]}")
-        elif kind == "error":
-            parts.append(f"[error] {out['ename']}: {out['evalue']}")
-    text = "\n".join(parts)
-    for pattern, replacement in rules:
-        text = pattern.sub(replacement, text)
-    return text
+    """What nbval compares of one code cell (testbed.compared_texts, the one rule), as one text to diff."""
+    texts = compared_texts(cell.get("outputs", []), sanitizers() if rules is None else rules)
+    return "\n".join(f"[{key}] {text}" for key, values in texts.items() for text in values)
 
 
 def execute(path: Path, profile: str, jobs: int = 1) -> dict:
