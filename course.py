@@ -460,6 +460,11 @@ def cmd_bench(args: list[str]) -> int:
     return code
 
 
+def cmd_release(args: list[str]) -> int:
+    """The student release: ``python3 course.py release [NN ...] --out DIR [--solutions DIR]`` (scripts/release.py)."""
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "release.py"), *args], cwd=ROOT).returncode
+
+
 def cmd_site(args: list[str]) -> int:
     py = setup()
     if npm_packages() is None:
@@ -473,7 +478,7 @@ def cmd_setup(args: list[str]) -> int:
 
 
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
-         "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook}
+         "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook, "release": cmd_release}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,113 @@
+"""A student release of the course: the notebooks without solutions and without any prediction's answer.
+
+    python scripts/release.py --out DIR [--solutions DIR] [NN ...]   # what `python3 course.py release` runs
+
+For each notebook (all, or those numbered NN):
+
+- every solution fold (``<details><summary>Solution ... </details>`` in a markdown cell) is replaced by a line
+  saying the solutions are posted after the deadline;
+- the outputs of cells tagged ``reveal`` (a prediction's measurement) are removed, as in ``work/`` copies;
+- the final cell of assertions is left out: it checks the notebook's claims with the answers in hand;
+- each exercise's answer cell (the one that calls ``check("name", ...)``) is marked in its metadata,
+  ``{"seqlab": {"exercise": "name"}}``, for a grader to find.
+
+``DIR/manifest.json`` lists the commit, each notebook's SHA-256 and its exercises. ``--solutions DIR`` writes
+the course's notebooks as they are, with their own manifest, for after the deadline. The same commit gives the
+same bytes: no dates, keys sorted. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = re.compile(r"<details>\s*<summary>\s*Solution\b.*?</details>", re.IGNORECASE | re.DOTALL)
+CHECK_CALL = re.compile(r'\bcheck\(\s*"(\w+)"')
+POSTED_LATER = "*The solution to this exercise will be posted after the deadline.*"
+REVEAL_TAG = "reveal"
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell.get("source", ""))
+
+
+def student_notebook(nb: dict) -> tuple[dict, list[str]]:
+    """The student version of a course notebook (a new dict) and the exercises it asks for, in order."""
+    nb = json.loads(json.dumps(nb))
+    cells, exercises = [], []
+    for cell in nb["cells"][:-1]:                     # the last cell asserts the claims, answers in hand
+        if cell["cell_type"] == "markdown" and SOLUTION.search(_source(cell)):
+            cell["source"] = [SOLUTION.sub(POSTED_LATER, _source(cell))]
+        elif cell["cell_type"] == "code":
+            if REVEAL_TAG in cell.get("metadata", {}).get("tags", []):
+                cell["outputs"], cell["execution_count"] = [], None
+            names = CHECK_CALL.findall(_source(cell))
+            if names:
+                cell.setdefault("metadata", {})["seqlab"] = {"exercise": names[0]}
+                exercises.extend(n for n in names if n not in exercises)
+        cells.append(cell)
+    nb["cells"] = cells
+    return nb, exercises
+
+
+def _dumps(nb: dict) -> str:
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _commit() -> str:
+    found = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else "unknown"
+
+
+def release(notebooks: list[Path], out: Path, solutions: Path | None = None) -> dict:
+    """Write the student release into ``out`` (and the solutions into ``solutions``); return the manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"commit": _commit(), "kind": "student", "notebooks": {}}
+    key = {"commit": manifest["commit"], "kind": "solutions", "notebooks": {}}
+    for path in notebooks:
+        course_nb = json.loads(path.read_text(encoding="utf-8"))
+        student, exercises = student_notebook(course_nb)
+        text = _dumps(student)
+        (out / path.name).write_text(text, encoding="utf-8")
+        manifest["notebooks"][path.name] = {"sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                            "exercises": {name: {"points": 1} for name in exercises}}
+        if solutions is not None:
+            solutions.mkdir(parents=True, exist_ok=True)
+            original = _dumps(course_nb)
+            (solutions / path.name).write_text(original, encoding="utf-8")
+            key["notebooks"][path.name] = {"sha256": hashlib.sha256(original.encode()).hexdigest()}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    if solutions is not None:
+        (solutions / "manifest.json").write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("numbers", nargs="*", help="notebook numbers, e.g. 02 04 (default: all)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the student release")
+    parser.add_argument("--solutions", type=Path, help="folder for the solutions release (after the deadline)")
+    args = parser.parse_args(argv)
+    every = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    chosen = [p for p in every if not args.numbers or p.name[:2] in {n.zfill(2) for n in args.numbers}]
+    if not chosen:
+        print(f"[release] no notebook numbered {args.numbers}; the notebooks are {[p.name[:2] for p in every]}")
+        return 2
+    if args.out.resolve() == (ROOT / "notebooks").resolve():
+        print("[release] --out must not be the course's own notebooks/")
+        return 2
+    manifest = release(chosen, args.out, args.solutions)
+    count = sum(len(n["exercises"]) for n in manifest["notebooks"].values())
+    print(f"[release] {len(chosen)} notebook(s), {count} exercises, solutions removed -> {args.out}"
+          + (f"; solutions -> {args.solutions}" if args.solutions else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

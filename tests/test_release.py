@@ -1,0 +1,70 @@
+"""The student release (scripts/release.py, `python3 course.py release`): no solutions, no answers, marked
+answer cells, a manifest, and the same bytes every time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqlab.exercises import NOTEBOOK_MODULES, exercises_of
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+sys.path.insert(0, str(ROOT / "scripts"))
+import release  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release")
+    release.release(NOTEBOOKS, out / "student", out / "solutions")
+    return out
+
+
+def test_the_release_is_byte_identical_when_repeated(released, tmp_path):
+    release.release(NOTEBOOKS, tmp_path / "student", tmp_path / "solutions")
+    for kind in ("student", "solutions"):
+        names = sorted(p.name for p in (released / kind).iterdir())
+        assert names == sorted(p.name for p in (tmp_path / kind).iterdir()) and "manifest.json" in names
+        for name in names:
+            assert (released / kind / name).read_bytes() == (tmp_path / kind / name).read_bytes(), (kind, name)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_student_notebook_has_no_solution_no_revealed_measurement_and_no_final_answers(released, path):
+    course = json.loads(path.read_text())
+    student = json.loads((released / "student" / path.name).read_text())
+    text = json.dumps(student)
+    assert "<summary>Solution" not in text
+    assert len(student["cells"]) == len(course["cells"]) - 1              # the final assertions are left out
+    assert "".join(student["cells"][-1]["source"]) == "".join(course["cells"][-2]["source"])
+    for cell in student["cells"]:
+        if "reveal" in cell.get("metadata", {}).get("tags", []):
+            assert cell["outputs"] == [] and cell["execution_count"] is None
+    assert 'lambda: {"alibi"}' not in text                                 # notebook 11's final cell held it
+    assert (released / "solutions" / path.name).read_text() == path.read_text()
+
+
+@pytest.mark.parametrize("module", NOTEBOOK_MODULES)
+def test_every_exercise_is_listed_and_its_answer_cell_marked(released, module):
+    (path,) = [p for p in NOTEBOOKS if p.name[:2] == module[2:4]]
+    student = json.loads((released / "student" / path.name).read_text())
+    manifest = json.loads((released / "student" / "manifest.json").read_text())
+    listed = manifest["notebooks"][path.name]["exercises"]
+    assert set(listed) == set(exercises_of(module[:4])) and all(v == {"points": 1} for v in listed.values())
+    marked = [c["metadata"]["seqlab"]["exercise"] for c in student["cells"] if "seqlab" in c.get("metadata", {})]
+    assert set(marked) == set(listed)
+    assert manifest["kind"] == "student" and len(manifest["commit"]) in (7, 40) or manifest["commit"] == "unknown"
+
+
+def test_the_command_line_refuses_to_write_over_the_course(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "release.py"), "--out", str(ROOT / "notebooks")],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "must not be the course's own notebooks/" in run.stdout
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "release.py"), "02", "--out", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["02-rnn.ipynb", "manifest.json"]
