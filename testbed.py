@@ -145,17 +145,20 @@ def compared_texts(outputs: list, patterns: list[tuple[str, str]]) -> dict[str, 
             text = re.sub(regex, replacement, text)
         return text
 
+    def joined(value) -> str:                     # raw notebook JSON keeps multi-line text as a list of lines
+        return "".join(value) if isinstance(value, list) else value if isinstance(value, str) else str(value)
+
     texts: dict[str, list[str]] = {}
     streams: dict[str, str] = {}
     for output in outputs:
         if output["output_type"] == "stream":
             if output["name"] not in streams:
                 texts.setdefault(output["name"], [])          # keeps the stream's place among the keys
-            streams[output["name"]] = streams.get(output["name"], "") + output["text"]
+            streams[output["name"]] = streams.get(output["name"], "") + joined(output["text"])
         elif output["output_type"] in ("execute_result", "display_data"):
             for mime, value in output.get("data", {}).items():
                 if mime not in NOT_COMPARED:
-                    texts.setdefault(mime, []).append(clean(value if isinstance(value, str) else str(value)))
+                    texts.setdefault(mime, []).append(clean(joined(value)))
         elif output["output_type"] == "error":
             texts.setdefault("error", []).append(f"{output['ename']}: {output['evalue']}")
     for name, text in streams.items():

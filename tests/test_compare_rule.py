@@ -87,3 +87,16 @@ def test_a_cell_marked_to_be_ignored_is_not_compared_even_when_tagged():
     cell = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\nprint(1)", metadata={"tags": ["nbval-check-output"]})
     assert not is_compared(cell)
     assert is_compared(nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["nbval-check-output"]}))
+
+
+def test_the_rule_reads_raw_notebook_json_as_nbformat_does():
+    """A notebook read with json.load keeps multi-line text as a list of lines; nbformat joins them."""
+    import json
+
+    path = next(p for p in NOTEBOOKS if p.name.startswith("02"))
+    raw = json.loads(path.read_text())["cells"]
+    read = nbformat.read(path, as_version=4).cells
+    patterns = sanitize_patterns()
+    for raw_cell, cell in zip(raw, read):
+        if cell.cell_type == "code":
+            assert compared_texts(raw_cell["outputs"], patterns) == compared_texts(cell.outputs, patterns)
