@@ -8,7 +8,7 @@ import pytest
 from matplotlib.colors import same_color
 
 from seqlab.colours import HIGHLIGHT
-from seqlab.diagrams import GRU_PARTS, LSTM_PARTS, Diagram, gru_cell, lstm_cell, unrolled_rnn
+from seqlab.diagrams import GRU_PARTS, LSTM_PARTS, Diagram, gru_cell, lstm_cell, multihead_attention, unrolled_rnn
 
 matplotlib.use("Agg")
 
@@ -75,3 +75,13 @@ def test_the_gradient_path_is_optional():
 def test_bad_arguments_say_what_is_allowed(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_multihead_attention_shows_each_step_and_every_head():
+    diagram = multihead_attention(3)
+    labels = texts(diagram)
+    for symbol in ("W_Q", "head 1", "head 3", "concatenate", "W_O", "d_{model}"):
+        assert symbol in labels, symbol
+    assert "3 heads" in diagram.alt and lit_artists(diagram) == 0
+    with pytest.raises(ValueError, match="heads should be between 2 and 4, got 5"):
+        multihead_attention(5)

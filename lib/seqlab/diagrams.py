@@ -22,7 +22,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from seqlab.colours import HIGHLIGHT
 
-__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "lstm_cell", "gru_cell", "unrolled_rnn"]
+__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "gru_cell", "lstm_cell", "multihead_attention",
+           "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
 GATE_FILL, CANDIDATE_FILL, STATE_FILL, INPUT_FILL = "#fde0c5", "#dbe9f6", "#e8e8e8", "#d9f0d3"
@@ -250,3 +251,34 @@ def unrolled_rnn(steps: int = 4, *, gradient: bool = True) -> Diagram:
                 "states it is multiplied by W_h transposed and by the tanh derivatives: the product that can shrink "
                 "or grow with the distance.")
     return Diagram(c.fig, alt)
+
+
+def multihead_attention(heads: int = 3) -> Diagram:
+    """Multi-head attention as notebook 10 computes it: project, split into ``heads``, attend in each, concatenate,
+    mix by W_O."""
+    if not 2 <= heads <= 4:
+        raise ValueError(f"heads should be between 2 and 4, got {heads!r}")
+    width = 2.9 * heads + 1.4
+    c = _Canvas(width, 7.2, (min(2.0 * heads + 3.0, 10.0), 5.6))
+    mid = width / 2
+    c.box(mid, 0.5, "$X$  $(n, d_{model})$", INPUT_FILL, w=2.6, h=0.6, fontsize=11)
+    c.box(mid, 1.9, "$Q = X W_Q,\\; K = X W_K,\\; V = X W_V$", GATE_FILL, w=min(width - 0.6, 6.4), h=0.6, fontsize=11)
+    c.line([(mid, 0.8), (mid, 1.6)])
+    xs = [0.7 + 1.45 + 2.9 * i for i in range(heads)]
+    for i, x in enumerate(xs, start=1):
+        c.line([(x, 2.2), (x, 2.95)])
+        c.label(x + 0.1, 2.5, f"columns of head {i}", fontsize=8)
+        c.box(x, 3.5, f"head {i}\n$\\mathrm{{softmax}}(Q_{i} K_{i}^\\top/\\sqrt{{d_k}})\\, V_{i}$", CANDIDATE_FILL,
+              w=2.65, h=1.0, fontsize=9)
+        c.line([(x, 4.0), (x, 4.75)])
+    c.box(mid, 5.05, "concatenate: $(n, h\\, d_k) = (n, d_{model})$", STATE_FILL, w=min(width - 0.6, 6.4), h=0.6,
+          fontsize=10)
+    c.line([(mid, 5.35), (mid, 5.95)])
+    c.box(mid, 6.3, "$\\times\\, W_O$  ->  output $(n, d_{model})$", GATE_FILL, w=3.6, h=0.6, fontsize=11)
+    alt = (f"Diagram of multi-head attention with {heads} heads, read from the bottom up: the input X, of shape n by "
+           f"d_model, is projected once into queries, keys and values (Q = X W_Q, K = X W_K, V = X W_V); their "
+           f"columns are split into {heads} blocks of d_k = d_model / h, one per head; each head computes "
+           f"softmax(Q_i K_i transposed / sqrt(d_k)) V_i on its own block; the {heads} results are concatenated back "
+           f"to n by d_model and multiplied by W_O. The heads share no weights and run side by side.")
+    return Diagram(c.fig, alt)
+
