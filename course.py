@@ -317,13 +317,23 @@ def is_reveal(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and REVEAL_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def write_student_copy(notebook: Path, destination: Path) -> None:
-    """Copy a course notebook into work/ without the outputs of its reveal cells (plain JSON: the set-up's
-    Python may lack nbformat; written as nbformat writes, so JupyterLab's first save changes nothing)."""
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
+def without_reveals(nb: dict) -> dict:
+    """``nb`` (notebook JSON) with the outputs of its reveal cells removed, in place; returns it."""
     for cell in filter(is_reveal, nb["cells"]):
         cell["outputs"], cell["execution_count"] = [], None
-    destination.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return nb
+
+
+def notebook_text(nb: dict) -> str:
+    """Notebook JSON as nbformat writes it, so JupyterLab's first save changes nothing (plain JSON: the set-up's
+    Python may lack nbformat)."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_student_copy(notebook: Path, destination: Path) -> None:
+    """Copy a course notebook into work/ without the outputs of its reveal cells."""
+    nb = without_reveals(json.loads(notebook.read_text(encoding="utf-8")))
+    destination.write_text(notebook_text(nb), encoding="utf-8")
 
 
 def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tuple[list[str], list[str]]:

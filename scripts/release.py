@@ -27,10 +27,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import course  # noqa: E402  (the reveal rule and the notebook JSON format that work/ copies use too)
+
 SOLUTION = re.compile(r"<details>\s*<summary>\s*Solution\b.*?</details>", re.IGNORECASE | re.DOTALL)
 CHECK_CALL = re.compile(r'\bcheck\(\s*"(\w+)"')
 POSTED_LATER = "*The solution to this exercise will be posted after the deadline.*"
-REVEAL_TAG = "reveal"
 
 
 def _source(cell: dict) -> str:
@@ -39,14 +41,12 @@ def _source(cell: dict) -> str:
 
 def student_notebook(nb: dict) -> tuple[dict, list[str]]:
     """The student version of a course notebook (a new dict) and the exercises it asks for, in order."""
-    nb = json.loads(json.dumps(nb))
+    nb = course.without_reveals(json.loads(json.dumps(nb)))
     cells, exercises = [], []
     for cell in nb["cells"][:-1]:                     # the last cell asserts the claims, answers in hand
         if cell["cell_type"] == "markdown" and SOLUTION.search(_source(cell)):
             cell["source"] = [SOLUTION.sub(POSTED_LATER, _source(cell))]
         elif cell["cell_type"] == "code":
-            if REVEAL_TAG in cell.get("metadata", {}).get("tags", []):
-                cell["outputs"], cell["execution_count"] = [], None
             names = CHECK_CALL.findall(_source(cell))
             if names:
                 cell.setdefault("metadata", {})["seqlab"] = {"exercise": names[0]}
@@ -54,10 +54,6 @@ def student_notebook(nb: dict) -> tuple[dict, list[str]]:
         cells.append(cell)
     nb["cells"] = cells
     return nb, exercises
-
-
-def _dumps(nb: dict) -> str:
-    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _commit() -> str:
@@ -73,13 +69,13 @@ def release(notebooks: list[Path], out: Path, solutions: Path | None = None) -> 
     for path in notebooks:
         course_nb = json.loads(path.read_text(encoding="utf-8"))
         student, exercises = student_notebook(course_nb)
-        text = _dumps(student)
+        text = course.notebook_text(student)
         (out / path.name).write_text(text, encoding="utf-8")
         manifest["notebooks"][path.name] = {"sha256": hashlib.sha256(text.encode()).hexdigest(),
                                             "exercises": {name: {"points": 1} for name in exercises}}
         if solutions is not None:
             solutions.mkdir(parents=True, exist_ok=True)
-            original = _dumps(course_nb)
+            original = course.notebook_text(course_nb)
             (solutions / path.name).write_text(original, encoding="utf-8")
             key["notebooks"][path.name] = {"sha256": hashlib.sha256(original.encode()).hexdigest()}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
