@@ -19,19 +19,17 @@ import pytest
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
 _file_seconds: dict[str, float] = defaultdict(float)     # every test file (notebooks too): setup + call + teardown
+_failed_notebooks: set[str] = set()                       # printed at the end with the command to reproduce
 SLOWEST_FILES = 15
-
-
-_failed_notebooks: set[str] = set()
 
 
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
     _file_seconds[path] += report.duration
-    if report.failed and path.endswith(".ipynb"):
-        _failed_notebooks.add(path)
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration
+        if report.failed:
+            _failed_notebooks.add(path)
     for name, value in report.user_properties:          # a widget notebook that its browser test ran instead
         if name == "notebook_run_s" and report.when == "call":
             notebook, seconds = value

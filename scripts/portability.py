@@ -46,14 +46,9 @@ NEVER_COMPARED = re.compile(r"getsource|show_source|NBVAL_IGNORE_OUTPUT")   # pr
 # docstring), and cells nbval is told to ignore (a tag on them too makes nbval warn of overlapping options)
 
 
-def sanitizers() -> list[tuple[str, str]]:
-    """The regexes of tests/sanitize.cfg, which nbval applies before comparing."""
-    return sanitize_patterns()
-
-
 def cell_text(cell: nbformat.NotebookNode, rules=None) -> str:
     """What nbval compares of one code cell (testbed.compared_texts, the one rule), as one text to diff."""
-    texts = compared_texts(cell.get("outputs", []), sanitizers() if rules is None else rules)
+    texts = compared_texts(cell.get("outputs", []), sanitize_patterns() if rules is None else rules)
     return "\n".join(f"[{key}] {text}" for key, values in texts.items() for text in values)
 
 
@@ -103,7 +98,7 @@ def cmd_run(args) -> int:
 def compare(name: str, profiles: list[str], revisions: tuple[str, ...] = ()) -> tuple[list[int], list[int], dict[str, list[int]]]:
     """For one notebook: (cells alike under all profiles and as committed, cells that differ, error cells
     per profile)."""
-    rules = sanitizers()
+    rules = sanitize_patterns()
     notebook = ROOT / "notebooks" / name
     current = [p for p in profiles if ran_this_code(notebook, OUT / p / name)]
     if len(current) < len(profiles):
@@ -137,7 +132,7 @@ def compare(name: str, profiles: list[str], revisions: tuple[str, ...] = ()) -> 
 
 def show_differences(name: str, cells: list[int], profiles: list[str]) -> None:
     """Print, line by line, where the given cells' text outputs differ: as committed and under each profile."""
-    rules = sanitizers()
+    rules = sanitize_patterns()
     runs = {"committed": nbformat.read(ROOT / "notebooks" / name, as_version=4)}
     runs.update({p: nbformat.read(OUT / p / name, as_version=4) for p in profiles if (OUT / p / name).exists()})
     for index in cells:
