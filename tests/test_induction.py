@@ -8,8 +8,9 @@ import math
 import pytest
 import torch
 
-from seqlab.experiments.induction import (IGNORE, CopyConfig, copy_accuracy, copy_batch, copy_loss, copy_model,
+from seqlab.experiments.induction import (IGNORE, CopyConfig, copy_accuracy, copy_batch, copy_model,
                                           train_copy, uniform_loss)
+from seqlab.train import lm_loss
 
 CONFIG = CopyConfig(length=5, vocab=7)
 
@@ -48,7 +49,7 @@ class Oracle(torch.nn.Module):
 def test_the_loss_and_the_accuracy_ignore_the_first_copy():
     x, y = copy_batch(16, CONFIG, torch.Generator().manual_seed(2))
     torch.manual_seed(0)
-    quiet, loud = copy_loss(Oracle(y, 0.0), (x, y)), copy_loss(Oracle(y, 100.0), (x, y))
+    quiet, loud = lm_loss(Oracle(y, 0.0), (x, y)), lm_loss(Oracle(y, 100.0), (x, y))
     assert torch.allclose(quiet, loud) and quiet.item() < 1e-3
     assert copy_accuracy(Oracle(y, 100.0), x, y) == 1.0
     wrong = y.clone()

@@ -49,6 +49,11 @@ class _Canvas:
         self.ax.set(xlim=(0, width), ylim=(0, height), aspect="equal")
         self.ax.axis("off")
 
+    def cell_frame(self):
+        """The grey rounded box that marks one recurrent cell (LSTM, GRU)."""
+        self.ax.add_patch(FancyBboxPatch((1.3, 0.9), 9.2, 4.9, boxstyle="round,pad=0.1", facecolor="#fafafa",
+                                         edgecolor="#9a9a9a", lw=1.0, zorder=0))
+
     @staticmethod
     def _ink(lit: bool | None) -> tuple[str, float]:
         return (HIGHLIGHT, 2.6) if lit else (FADED, 1.0) if lit is False else (INK, 1.3)
@@ -109,8 +114,7 @@ def lstm_cell(*, stage: int = 4, highlight: str | None = None) -> Diagram:
         return _state(parts, highlight, stage >= shown_from)
 
     c = _Canvas(12.0, 6.6, (9.0, 4.95))
-    c.ax.add_patch(FancyBboxPatch((1.3, 0.9), 9.2, 4.9, boxstyle="round,pad=0.1", facecolor="#fafafa",
-                                  edgecolor="#9a9a9a", lw=1.0, zorder=0))
+    c.cell_frame()
     gates = {"forget": (3.0, "$\\sigma$", "$f_t$"), "input": (4.6, "$\\sigma$", "$i_t$"),
              "candidate": (6.2, "tanh", "$\\tilde c_t$"), "output": (7.8, "$\\sigma$", "$o_t$")}
     # the shared input z_t = [h_{t-1}; x_t]: h_{t-1} from the left along the bottom, x_t from below
@@ -171,8 +175,7 @@ def gru_cell(*, highlight: str | None = None) -> Diagram:
         raise ValueError(f"highlight should be one of {list(GRU_PARTS)} or None, got {highlight!r}")
     s = {part: _state(part, highlight, True) for part in GRU_PARTS}
     c = _Canvas(12.0, 6.6, (9.0, 4.95))
-    c.ax.add_patch(FancyBboxPatch((1.3, 0.9), 9.2, 4.9, boxstyle="round,pad=0.1", facecolor="#fafafa",
-                                  edgecolor="#9a9a9a", lw=1.0, zorder=0))
+    c.cell_frame()
     # h_{t-1} runs along the top (kept by z_t) and down into the gates; x_t from below
     hid, cand = s["hidden"], s["candidate"]
     c.label(0.1, 5.0, "$h_{t-1}$", va="center")

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-IGNORE = -100          # the target value F.cross_entropy skips: the first copy and the separator
+IGNORE = -100          # F.cross_entropy's default ignore_index: lm_loss skips the first copy and the separator
 
 
 @dataclass(frozen=True)
@@ -78,14 +78,6 @@ def copy_batch(n: int, config: CopyConfig, generator: torch.Generator) -> tuple[
     return x, y
 
 
-def copy_loss(model: torch.nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-    """Mean cross-entropy (nats) over the second copy; for :func:`seqlab.train.train` as ``loss_fn``."""
-    x, y = batch
-    logits = model(x)
-    logits = logits[0] if isinstance(logits, tuple) else logits                # CharLM also returns its state
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=IGNORE)
-
-
 @torch.no_grad()
 def copy_accuracy(model: torch.nn.Module, x: Tensor, y: Tensor) -> float:
     """Share of the second copy's tokens that the model's most likely next token gets right."""
@@ -128,12 +120,12 @@ def train_copy(kind: str, seed: int, config: CopyConfig = CopyConfig()) -> CopyR
     """Train one model on the copying task: weights from ``torch.manual_seed(seed)``, batches from a generator
     seeded with ``seed``, then its accuracy on held-out sequences (another generator, seeded ``10_000 + seed``).
     Runs inside ``fork_rng``, so torch's global generator is left as it was."""
-    from seqlab.train import train
+    from seqlab.train import lm_loss, train
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = copy_model(kind, config)
-        history = train(model, _Batches(config, seed), copy_loss, lr=config.lr, max_steps=config.steps,
+        history = train(model, _Batches(config, seed), lm_loss, lr=config.lr, max_steps=config.steps,
                         clip_norm=1.0, progress=False)
         x, y = copy_batch(config.eval_size, config, torch.Generator().manual_seed(10_000 + seed))
         accuracy = copy_accuracy(model, x, y)
