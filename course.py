@@ -8,6 +8,9 @@
     python3 course.py bench      # speed comparisons (seqlab vs torch.nn), printed as ratios
     python3 course.py bench rnn --hidden 256   # one benchmark, with its own flags
     python3 course.py site       # the offline HTML edition of the executed notebooks, in build/site/
+    python3 course.py release 04 --out DIR      # instructors: the student release (no solutions, no answers)
+    python3 course.py grade SUBS --notebook 04  # instructors: grade submissions in a sandbox, write a gradebook
+    python3 course.py selfcheck work/04-lstm.ipynb   # students: check a notebook the way the grader will
 
 ``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make site`` / ``make reset NB=NAME`` call
 the same verbs.
@@ -475,6 +478,17 @@ def cmd_release(args: list[str]) -> int:
     return subprocess.run([sys.executable, str(ROOT / "scripts" / "release.py"), *args], cwd=ROOT).returncode
 
 
+def cmd_grade(args: list[str]) -> int:
+    """Grade a class's notebooks in a sandbox: ``python3 course.py grade SUBMISSIONS --notebook NN ...``
+    (``python -m seqlab.grading grade --help``)."""
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "grade", *args], cwd=ROOT).returncode
+
+
+def cmd_selfcheck(args: list[str]) -> int:
+    """A student's check before handing in: ``python3 course.py selfcheck work/04-lstm.ipynb``."""
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "selfcheck", *args], cwd=ROOT).returncode
+
+
 def cmd_site(args: list[str]) -> int:
     py = setup()
     if npm_packages() is None:
@@ -488,7 +502,8 @@ def cmd_setup(args: list[str]) -> int:
 
 
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
-         "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook, "release": cmd_release}
+         "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook, "release": cmd_release,
+         "grade": cmd_grade, "selfcheck": cmd_selfcheck}
 
 
 def main(argv: list[str]) -> int:

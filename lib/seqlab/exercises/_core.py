@@ -158,10 +158,9 @@ def check(name: str, student_fn: Callable[..., Any], *, measured: Any = None) ->
     if name not in EXERCISES:
         raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
     ex = EXERCISES[name]
-    given = _measurement(ex, measured)          # () or (the measurement,): what the reference reads first
+    given = measurement_args(ex, measured)          # () or (the measurement,): what the reference reads first
     if not callable(student_fn):
         return CheckResult(name, False, f"❌ FAIL {name}: expected a function {ex.signature}, got {type(student_fn).__name__}")
-    same = ex.same or _numbers_close
     for number, case in enumerate(ex.cases, start=1):
         call = f"{getattr(student_fn, '__name__', name)}({', '.join(_short(a) for a in case.args)})"
         where = f"❌ FAIL {name}, check {number} of {len(ex.cases)} ({case.what})"
@@ -174,12 +173,39 @@ def check(name: str, student_fn: Callable[..., Any], *, measured: Any = None) ->
                                             f"   Hint: {case.hint or ex.hint}", number)
         if got is None and ex.is_prediction:
             return _not_yet(ex, number)
-        expected = ex.reference(*given, *copy.deepcopy(case.args))
-        if not same(got, expected):
-            hint = (ex.diagnose((*given, *case.args), got, expected) if ex.diagnose else None) or case.hint or ex.hint
+        expected = expected_value(ex, given, case)
+        verdict = judge(ex, given, case, got, expected)
+        if not verdict.passed:
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
-                                            f"got {_short(got)}.\n   Hint: {hint}", number)
+                                            f"got {_short(got)}.\n   Hint: {verdict.hint}", number)
     return CheckResult(name, True, f"✅ PASS {name}: all {len(ex.cases)} checks pass.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One case judged: ``passed``, and for a failure the ``hint``; ``diagnosed`` when ``diagnose`` recognised
+    the mistake (the hint then names it), rather than the case's or the exercise's fallback hint."""
+
+    passed: bool
+    hint: str | None = None
+    diagnosed: bool = False
+
+
+def expected_value(ex: Exercise, given: tuple, case: Case) -> Any:
+    """The reference's answer to ``case`` (``given``: () or (the measurement,)), on a copy of its arguments."""
+    return ex.reference(*given, *copy.deepcopy(case.args))
+
+
+def judge(ex: Exercise, given: tuple, case: Case, got: Any, expected: Any) -> Verdict:
+    """Compare a student's ``got`` with ``expected`` by the exercise's own rule, and diagnose a failure.
+
+    The one rule for :func:`check` in the student's notebook and for the grader (:mod:`seqlab.grading`),
+    which calls it in its own process on values the student's code returned from a sandbox.
+    """
+    if (ex.same or _numbers_close)(got, expected):
+        return Verdict(True)
+    diagnosis = ex.diagnose((*given, *case.args), got, expected) if ex.diagnose else None
+    return Verdict(False, diagnosis or case.hint or ex.hint, diagnosis is not None)
 
 
 def _not_yet(ex: Exercise, number: int) -> CheckResult:
@@ -192,7 +218,7 @@ def _not_yet(ex: Exercise, number: int) -> CheckResult:
                                        f"with your code; it should be {ex.signature}.", number)
 
 
-def _measurement(ex: Exercise, measured: Any) -> tuple:
+def measurement_args(ex: Exercise, measured: Any) -> tuple:
     """``(the parsed measurement,)`` for an exercise judged against one, ``()`` for the others; raises on a misfit."""
     if ex.measured is None:
         if measured is not None:

@@ -1,0 +1,213 @@
+"""The command line: ``python3 course.py grade ...`` (instructors) and ``python3 course.py selfcheck ...`` (students).
+
+    grade SUBMISSIONS... --notebook NN [--release DIR] [--instructor DIR] [--roster CSV] [--out DIR]
+          [--jobs 2] [--pattern plain|canvas|moodle|REGEX] [--student ID] [--predictions completion|accuracy]
+          [--time-limit SECONDS] [--memory GB]
+    selfcheck NOTEBOOK [--out DIR]
+
+``grade`` writes into ``OUT/NN-topic/``: ``records/<student>.json`` (one per student, written as soon as that
+student is graded, so a killed run resumes where it stopped; ``--student ID`` regrades one), then
+``gradebook.csv``, ``feedback/<student>.md`` and ``.html``, and ``class-report.md``.
+
+``selfcheck`` runs exactly the grader's path on the public cases of one notebook (the student's own notebook,
+in the same sandbox) and copies the notebook to hand in into ``OUT`` (default ``submit/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+from seqlab.grading import grader, reports, sandbox
+from seqlab.grading.submissions import CHECK_CALL, Submission, collect, parse_notebook
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
+CHECKOUT = PACKAGE_ROOT.parent
+
+
+def find_course_notebook(number: str, release: Path | None) -> Path:
+    """``NN`` (or a stem) as a notebook of the release folder, else of the checkout's ``notebooks/``."""
+    folder = release if release is not None else CHECKOUT / "notebooks"
+    found = sorted(folder.glob(f"{number}*.ipynb")) if folder.is_dir() else []
+    if len(found) != 1:
+        raise SystemExit(f"grade: expected one notebook {number}* in {folder}, found {len(found)}")
+    return found[0]
+
+
+def exercise_points(path: Path, release: Path | None) -> dict[str, float]:
+    """The exercises of one course or release notebook, in notebook order, with their points (1 each
+    unless the release's ``manifest.json`` says otherwise)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = nb["cells"] if release is not None else nb["cells"][:-1]    # a course notebook's last cell asserts
+    names: list[str] = []
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            names += [n for n in CHECK_CALL.findall("".join(cell["source"])) if n not in names]
+    points = {name: 1.0 for name in names}
+    manifest = release / "manifest.json" if release is not None else None
+    if manifest is not None and manifest.exists():
+        listed = json.loads(manifest.read_text(encoding="utf-8"))["notebooks"].get(path.name, {}).get("exercises", {})
+        points.update({name: float(v.get("points", 1)) for name, v in listed.items() if name in points})
+    return points
+
+
+def key_fingerprint(points: dict[str, float], instructor: Path | None, predictions: str) -> str:
+    """What a record was graded against; a record with another fingerprint is graded again."""
+    digest = hashlib.sha256(json.dumps([points, predictions], sort_keys=True).encode())
+    for name in ("hidden_cases.py", "measurements.json"):
+        if instructor is not None and (instructor / name).exists():
+            digest.update((instructor / name).read_bytes())
+    digest.update(Path(grader.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _safe_name(student: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", student)[:100] or "_"
+
+
+def _write_json(path: Path, data: dict) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, path)                  # atomic: a killed run never leaves half a record
+
+
+def grade_command(args: argparse.Namespace) -> int:
+    release = Path(args.release).resolve() if args.release else None
+    instructor = Path(args.instructor).resolve() if args.instructor else None
+    notebook = find_course_notebook(args.notebook, release)
+    points = exercise_points(notebook, release)
+    out = Path(args.out).resolve() / notebook.stem
+    (out / "records").mkdir(parents=True, exist_ok=True)
+    (out / "feedback").mkdir(exist_ok=True)
+    mode = sandbox.isolation_mode()
+    if mode != "namespaces+uid":
+        print(f"WARNING: the grader runs student code in the weaker mode '{mode}' on this machine "
+              f"({'no user id of its own' if mode == 'user-namespace' else 'resource limits only: no network, file or process separation'}). "
+              "Run it as root on Linux for full isolation. The mode is written into the gradebook.", file=sys.stderr)
+    if instructor is not None and instructor.stat().st_mode & 0o077:
+        print(f"WARNING: {instructor} is readable by other users; `chmod 700` it (the grader hides it from "
+              "students' code, but other accounts on this machine can read it).", file=sys.stderr)
+    submissions = collect([Path(p) for p in args.submissions], args.pattern)
+    if args.student:
+        submissions = [s for s in submissions if s.student == args.student]
+        if not submissions:
+            raise SystemExit(f"grade: no submission from {args.student!r}")
+    key = grader.build_key(notebook.stem, points, instructor=instructor, predictions=args.predictions,
+                           private=[Path(p).resolve() for p in args.submissions] + [out])
+    fingerprint = key_fingerprint(points, instructor, args.predictions)
+    limits = sandbox.Limits(seconds=args.time_limit, memory=int(args.memory * 2**30))
+    todo = []
+    for sub in submissions:
+        path = out / "records" / f"{_safe_name(sub.student)}.json"
+        if path.exists() and not args.student:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            if old.get("sha256") == sub.sha256 and old.get("key") == fingerprint:
+                continue                                   # graded before, same file, same key: resume
+        todo.append((sub, path))
+    print(f"grade: {notebook.stem}, {len(submissions)} submissions, {len(todo)} to grade, {len(points)} "
+          f"exercises, isolation {mode}, {args.jobs} at a time", file=sys.stderr)
+    slots = list(range(args.jobs))
+    lock = threading.Lock()
+
+    def work(item: tuple[Submission, Path]) -> str:
+        with lock:
+            slot = slots.pop()
+        try:
+            record = grader.grade_submission(key, item[0], limits=limits, slot=slot, mode=mode)
+        finally:
+            with lock:
+                slots.append(slot)
+        record["key"] = fingerprint
+        _write_json(item[1], record)
+        return item[0].student
+
+    progress = _progress(len(todo))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for _ in pool.map(work, todo):
+            progress()
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "records").glob("*.json"))]
+    roster = reports.read_roster(Path(args.roster) if args.roster else None)
+    reports.write_gradebook(out / "gradebook.csv", reports.gradebook_rows(records, list(points), roster, notebook.stem))
+    for record in records:
+        text = reports.feedback_markdown(record, list(points))
+        (out / "feedback" / f"{_safe_name(record['student'])}.md").write_text(text, encoding="utf-8")
+        (out / "feedback" / f"{_safe_name(record['student'])}.html").write_text(reports.feedback_html(text),
+                                                                                 encoding="utf-8")
+    (out / "class-report.md").write_text(reports.class_report(records, list(points)), encoding="utf-8")
+    print(f"grade: wrote {out / 'gradebook.csv'}, {out / 'class-report.md'} and {len(records)} feedback files",
+          file=sys.stderr)
+    return 0
+
+
+def _progress(total: int):
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="submission", file=sys.stderr)
+        return lambda: bar.update(1)
+    except ImportError:                           # tqdm is a dependency; this is only a fallback
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            print(f"graded {done[0]} of {total}", file=sys.stderr)
+        return tick
+
+
+def selfcheck_command(args: argparse.Namespace) -> int:
+    path = Path(args.notebook)
+    raw = path.read_bytes()
+    notebook = parse_notebook(raw)
+    number = path.name[:2]
+    course = find_course_notebook(number, None)
+    points = exercise_points(course, None)
+    key = grader.build_key(course.stem, points)
+    submission = Submission(path.stem, path.name, hashlib.sha256(raw).hexdigest(), notebook)
+    record = grader.grade_submission(key, submission, limits=sandbox.Limits(seconds=args.time_limit))
+    print(reports.feedback_markdown(record, list(points)))
+    print(f"(checked the way the grader checks it, on the public cases, isolation {record['isolation']}; "
+          "the grader also runs hidden cases)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, out / path.name)
+    print(f"hand in: {out / path.name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course.py", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    grade = commands.add_parser("grade", help="grade a class's submissions of one notebook")
+    grade.add_argument("submissions", nargs="+", help="notebooks, folders of them, or LMS zip downloads")
+    grade.add_argument("--notebook", required=True, help="the notebook's number, e.g. 04")
+    grade.add_argument("--release", help="the student release they worked from (its manifest gives points)")
+    grade.add_argument("--instructor", help="a private folder: hidden_cases.py, measurements.json")
+    grade.add_argument("--roster", help="CSV with a 'student' column (the name in the file names)")
+    grade.add_argument("--out", default="grades", help="where to write (default: grades/)")
+    grade.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    grade.add_argument("--pattern", default="plain", help="file names: plain, canvas, moodle or a regex")
+    grade.add_argument("--student", help="regrade this student only")
+    grade.add_argument("--predictions", default="completion", choices=["completion", "accuracy"])
+    grade.add_argument("--time-limit", type=float, default=60.0, help="seconds per exercise (default 60)")
+    grade.add_argument("--memory", type=float, default=6.0, help="GiB of address space per child (default 6)")
+    grade.set_defaults(run=grade_command)
+    selfcheck = commands.add_parser("selfcheck", help="check your notebook the way the grader will")
+    selfcheck.add_argument("notebook")
+    selfcheck.add_argument("--out", default="submit")
+    selfcheck.add_argument("--time-limit", type=float, default=60.0)
+    selfcheck.set_defaults(run=selfcheck_command)
+    args = parser.parse_args(argv)
+    if getattr(args, "jobs", 1) < 1:
+        parser.error("--jobs must be at least 1")
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,324 @@
+"""The trusted side of grading: the answer key, one submission graded, and the flags for a human look.
+
+:class:`Key` is built once per notebook: its exercises and points (from a release's manifest, or from the
+course notebook), each case's expected value (the reference, run here), the hidden cases from a private
+instructor folder, and measured values for judging predictions' accuracy. :func:`grade_submission` runs each
+exercise in its own sandboxed child (:mod:`seqlab.grading.sandbox`) and judges what came back with
+:func:`seqlab.exercises.judge`, the rule ``check()`` uses, so a mistake gets the same diagnosis in the
+gradebook as in the student's notebook.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import runpy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqlab.exercises import EXERCISES, Case, Exercise, expected_value, judge, measurement_args
+from seqlab.exercises._core import _short
+from seqlab.grading import codec, sandbox
+from seqlab.grading.submissions import Submission, answer_plan
+
+# Calls that do an exercise's work for the student: graded as written, but flagged for a human look.
+# Any reach into the checkers (their references and cases ship in the package) is flagged everywhere.
+ALWAYS_FORBIDDEN = ("seqlab.exercises", "EXERCISES", "expected_value", ".reference", "grading")
+FORBIDDEN = {
+    "rnn_cell_step": ("RNNCell", "nn.RNN", "rnn_tanh"),
+    "lstm_cell": ("LSTMCell", "nn.LSTM", "lstm_cell", "_VF"),
+    "split_lstm_weights": ("nn.LSTM",),
+    "gru_cell": ("GRUCell", "nn.GRU", "gru_cell", "_VF"),
+    "bptt_step": ("backward", "autograd", "seqlab.gradients"),
+    "clip_grad_norm": ("clip_grad_norm_", "clip_grad_norm"),
+    "activation_derivatives": ("backward", "autograd"),
+    "attend": ("scaled_dot_product_attention", "MultiheadAttention"),
+    "self_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
+    "cross_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
+    "causal_mask": ("generate_square_subsequent_mask",),
+    "cached_attention_step": ("scaled_dot_product_attention",),
+    "rope_head": ("seqlab.nn", "seqlab.models"),
+    "sublayer_connection": ("TransformerEncoderLayer", "TransformerDecoderLayer"),
+    "cross_attention_sublayer": ("TransformerDecoderLayer",),
+    "mean_pool": ("seqlab.minilm",),
+    "sequence_log_prob": ("seqlab.decoding",),
+    "beam_step": ("seqlab.decoding",),
+    "band_scores": ("seqlab.cost",),
+}
+
+
+@dataclass(frozen=True)
+class KeyCase:
+    """One case of the key: the case, whether it is hidden, and its expected value (None until needed)."""
+
+    case: Case
+    hidden: bool
+    expected: Any = None
+
+
+@dataclass
+class Key:
+    """What one notebook is graded against (see the module docstring); built once, reused for every student."""
+
+    notebook: str
+    points: dict[str, float]
+    cases: dict[str, list[KeyCase]]
+    measurements: dict[str, tuple] = field(default_factory=dict)    # exercise -> () or (the measurement,)
+    predictions: str = "completion"                                 # or "accuracy"
+    private: list[Path] = field(default_factory=list)              # folders the child must not see
+
+    def exercise(self, name: str) -> Exercise:
+        return EXERCISES[name]
+
+
+def load_hidden_cases(instructor: Path | None) -> dict[str, list[Case]]:
+    """``INSTRUCTOR/hidden_cases.py``'s ``HIDDEN = {"exercise": [Case(args, what), ...]}``, or {}."""
+    if instructor is None or not (instructor / "hidden_cases.py").exists():
+        return {}
+    hidden = runpy.run_path(str(instructor / "hidden_cases.py")).get("HIDDEN", {})
+    unknown = sorted(set(hidden) - set(EXERCISES))
+    if unknown:
+        raise ValueError(f"{instructor / 'hidden_cases.py'}: no exercise named {', '.join(unknown)}")
+    return {name: list(cases) for name, cases in hidden.items()}
+
+
+def load_measurements(instructor: Path | None) -> dict[str, Any]:
+    """``INSTRUCTOR/measurements.json``: ``{"predict_...": measurement}`` for judging predictions' accuracy."""
+    if instructor is None or not (instructor / "measurements.json").exists():
+        return {}
+    return json.loads((instructor / "measurements.json").read_text(encoding="utf-8"))
+
+
+def build_key(notebook: str, exercises: dict[str, float], *, instructor: Path | None = None,
+              predictions: str = "completion", private: list[Path] | None = None) -> Key:
+    """The key for ``notebook`` (its stem, e.g. ``04-lstm``): ``exercises`` maps each name to its points."""
+    if predictions not in ("completion", "accuracy"):
+        raise ValueError(f"predictions are graded for 'completion' or 'accuracy', not {predictions!r}")
+    hidden = load_hidden_cases(instructor)
+    measured = load_measurements(instructor)
+    key = Key(notebook, dict(exercises), {}, predictions=predictions,
+              private=[*(private or []), *([instructor] if instructor else [])])
+    for name in exercises:
+        ex = EXERCISES[name]
+        if ex.is_prediction and predictions == "completion":
+            key.cases[name] = [KeyCase(ex.cases[0], hidden=False)]
+            continue
+        if ex.measured is not None:
+            if name not in measured:          # no measurement: the prediction can only be graded for completion
+                key.cases[name] = [KeyCase(ex.cases[0], hidden=False)]
+                continue
+            key.measurements[name] = measurement_args(ex, measured[name])
+        given = key.measurements.get(name, ())
+        cases = [KeyCase(c, False, expected_value(ex, given, c)) for c in ex.cases]
+        cases += [KeyCase(c, True, expected_value(ex, given, c)) for c in hidden.get(name, [])]
+        key.cases[name] = cases
+    return key
+
+
+def graded_for_completion(key: Key, name: str) -> bool:
+    """A prediction judged only on whether one was made (its answer is public once the notebook runs)."""
+    return EXERCISES[name].is_prediction and (key.predictions == "completion" or name not in key.measurements
+                                              and EXERCISES[name].measured is not None)
+
+
+# -- static flags ----------------------------------------------------------------------------------------
+
+def forbidden_calls(name: str, sources: list[str]) -> list[str]:
+    """The forbidden names an answer's code mentions (in code, not in comments or strings)."""
+    code = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        code.append(ast.unparse(ast.Module(body=[s for s in tree.body], type_ignores=[])))
+        code += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and ("import" in n.value or "exercises" in n.value)]     # exec("import ...") hides nothing
+    text = "\n".join(code)
+    return [word for word in (*FORBIDDEN.get(name, ()), *ALWAYS_FORBIDDEN) if word in text]
+
+
+# -- one submission ---------------------------------------------------------------------------------------
+
+@dataclass
+class ExerciseResult:
+    name: str
+    points: float
+    score: float = 0.0
+    status: str = "not found"
+    cases: list[dict] = field(default_factory=list)
+    message: str = ""
+    flags: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _case_rows(key: Key, name: str, run: sandbox.ChildRun) -> tuple[list[dict], dict]:
+    """Parse the child's lines: per-case rows (status, value) and the events about the cell."""
+    rows: dict[int, dict] = {}
+    events: dict[str, Any] = {"cell_errors": [], "no_function": None, "done": False, "ready": False}
+    for raw in run.lines:
+        try:
+            message = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(message, dict):
+            continue
+        kind = message.get("event")
+        if kind == "ready":
+            events["ready"] = True
+        elif kind == "cell_error":
+            events["cell_errors"].append(str(message.get("error"))[:300])
+        elif kind == "no_function" and events["no_function"] is None:
+            events["no_function"] = str(message.get("error"))[:300]
+        elif kind == "done":
+            events["done"] = True
+        elif kind == "case" and isinstance(message.get("i"), int) and message["i"] not in rows:
+            rows[message["i"]] = message                          # the first report of a case counts
+    return [rows.get(i, {"status": "no result"}) for i in range(len(key.cases[name]))], events
+
+
+def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limits, slot: int = 0,
+                   mode: str | None = None) -> ExerciseResult:
+    """Run one exercise of one notebook in a sandboxed child and judge it case by case."""
+    ex, points = EXERCISES[name], key.points[name]
+    result = ExerciseResult(name, points)
+    plan = answer_plan(notebook, name)
+    if plan.problem:
+        result.status, result.message = "not found", plan.problem
+        result.flags.append("answer cell missing")
+        return result
+    found = forbidden_calls(name, list(plan.cells))
+    if found:
+        result.flags.append(f"uses {', '.join(found)}")
+    key_cases = key.cases[name]
+    job = {"exercise": name, "imports": list(plan.imports), "cells": list(plan.cells), "target": plan.target,
+           "hidden": [kc.case.args for kc in key_cases if kc.hidden]}
+    if graded_for_completion(key, name):
+        job["hidden"] = []
+    run = sandbox.run_child(job, limits, hide=key.private, slot=slot, mode=mode)
+    result.seconds = round(run.seconds, 2)
+    rows, events = _case_rows(key, name, run)
+    if graded_for_completion(key, name):
+        return _judge_completion(result, rows[0], events, run)
+    passed = 0.0
+    for row, kc in zip(rows, key_cases):
+        row_out = {"hidden": kc.hidden, "what": None if kc.hidden else kc.case.what}
+        status = row.get("status")
+        if status == "returned":
+            try:
+                got = codec.decode(row.get("value"))
+            except codec.Unreadable as err:
+                row_out.update(status="unreadable", detail=str(err))
+            else:
+                if got is None and ex.is_prediction:
+                    row_out.update(status="not written")
+                    result.cases.append(row_out)
+                    continue
+                verdict = judge(ex, key.measurements.get(name, ()), kc.case, got, kc.expected)
+                row_out.update(status="passed" if verdict.passed else "failed", hint=verdict.hint,
+                               diagnosed=verdict.diagnosed)
+                passed += verdict.passed
+                if not verdict.passed and not kc.hidden:
+                    row_out["got"] = _short(got)
+                    row_out["expected"] = _short(kc.expected)
+        elif status == "raised":
+            row_out.update(status="raised", detail=str(row.get("error"))[:300], hint=kc.case.hint or ex.hint)
+        elif status in ("not_written", "unreadable"):
+            row_out.update(status=status.replace("_", " "), detail=str(row.get("error", ""))[:300])
+        else:
+            row_out.update(status="timed out" if run.timed_out else "crashed")
+        if kc.hidden and "detail" in row_out:          # a hidden case's error text may quote its inputs
+            row_out["detail"] = row_out["detail"].split(":", 1)[0]
+        result.cases.append(row_out)
+    result.score = round(points * passed / len(key_cases), 4)
+    result.status = _exercise_status(result, events, run)
+    public_ok = all(c["status"] == "passed" for c in result.cases if not c["hidden"])
+    if public_ok and any(c["status"] != "passed" for c in result.cases if c["hidden"]):
+        result.flags.append("passes the public checks but fails hidden ones")
+    if events["cell_errors"]:
+        result.flags.append("its cell raised an error")
+    result.message = _exercise_message(result, events, run)
+    return result
+
+
+def _judge_completion(result: ExerciseResult, row: dict, events: dict, run: sandbox.ChildRun) -> ExerciseResult:
+    status = row.get("status")
+    made = status == "returned" and row.get("value") != ["none"]
+    if status == "returned" and made:
+        try:
+            codec.decode(row.get("value"))
+        except codec.Unreadable:
+            made = False
+    result.cases = [{"hidden": False, "what": "a prediction was made", "status": "passed" if made else "failed"}]
+    result.score = result.points if made else 0.0
+    result.status = ("made" if made else "timed out" if run.timed_out
+                     else "no prediction" if status in ("returned", "not_written") else "error")
+    result.message = ("prediction made (graded for completion)" if made else
+                      "no prediction: decide, write it down, and hand in again" if result.status == "no prediction"
+                      else _exercise_message(result, events, run))
+    return result
+
+
+def _exercise_status(result: ExerciseResult, events: dict, run: sandbox.ChildRun) -> str:
+    statuses = [c["status"] for c in result.cases]
+    if all(s == "passed" for s in statuses):
+        return "passed"
+    if all(s == "not written" for s in statuses):
+        return "not written"
+    if run.timed_out and "timed out" in statuses:
+        return "timed out"
+    if events["no_function"] is not None:
+        return "error"
+    return "partial" if "passed" in statuses else "failed"
+
+
+def _exercise_message(result: ExerciseResult, events: dict, run: sandbox.ChildRun) -> str:
+    if events["no_function"] is not None:
+        return f"the answer did not define its function: {events['no_function']}"
+    if run.output_overflow:
+        return "the answer sent more output than the grader reads; it was stopped"
+    if run.timed_out:
+        return f"stopped after the time limit ({run.seconds:.0f} s)"
+    if not events["ready"] and not result.cases:
+        return "the grader's child did not start"
+    if not events["done"] and any(c["status"] == "crashed" for c in result.cases):
+        return f"the answer crashed the process (exit {run.returncode})"
+    if events["cell_errors"]:
+        return f"the answer cell raised {events['cell_errors'][0]}"
+    return ""
+
+
+def grade_submission(key: Key, submission: Submission, *, limits: sandbox.Limits | None = None, slot: int = 0,
+                     mode: str | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """Grade every exercise of ``key`` in one submission; a JSON-able record (what the gradebook reads)."""
+    limits = limits or sandbox.Limits()
+    mode = mode or sandbox.isolation_mode()
+    start = time.monotonic()
+    record = {"student": submission.student, "source": submission.source, "sha256": submission.sha256,
+              "notebook": key.notebook, "isolation": mode, "late": submission.late, "lms_id": submission.lms_id,
+              "problem": submission.problem, "flags": [], "exercises": {}}
+    if submission.extra.get("replaced"):
+        record["flags"].append(f"several files; graded {submission.source}")
+    for name in key.points:
+        if submission.notebook is None:
+            outcome = ExerciseResult(name, key.points[name], status="not graded", message=submission.problem or "")
+        else:
+            outcome = grade_exercise(key, name, submission.notebook, limits=limits, slot=slot, mode=mode)
+        record["exercises"][name] = outcome.to_json()
+        record["flags"] += [f"{name}: {flag}" for flag in outcome.flags]
+        if progress:
+            progress(name)
+    if submission.problem:
+        record["flags"].append(f"unreadable: {submission.problem}")
+    record["score"] = round(sum(e["score"] for e in record["exercises"].values()), 4)
+    record["max_score"] = sum(key.points.values())
+    record["seconds"] = round(time.monotonic() - start, 2)
+    assert math.isfinite(record["score"])
+    return record

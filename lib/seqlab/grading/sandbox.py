@@ -1,0 +1,270 @@
+"""Running a student's code in a child process that cannot hurt the grader, the machine or other students.
+
+One child per exercise per submission. It is started through util-linux's ``unshare`` (and ``setpriv`` when
+the grader runs as root), so that, strongest mode first:
+
+- **namespaces+uid** (grader runs as root): a new network namespace with no interface up (no socket reaches
+  anything, loopback included); a new PID namespace whose processes all die with the child (a daemon or a
+  fork bomb leaves nothing behind); a new mount namespace in which the instructor folder, the submissions, the
+  output folder, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are replaced by empty private mounts; and the code
+  runs as an unprivileged user id of its own (60000 + job slot), so it can write nowhere it does not own.
+- **user-namespace** (an ordinary user whose kernel allows user namespaces): the same namespaces, but the
+  code keeps the user's id; the course checkout and ``$HOME`` are mounted read-only instead.
+- **rlimits-only** (no ``unshare``, or the kernel refuses it): only the resource limits below. The grader says
+  so loudly and writes the mode into the gradebook.
+
+In every mode: a wall-clock limit (then SIGKILL to the whole process group, which no signal handler can
+refuse), CPU seconds, address space (memory), processes, file size, no core files; the child's environment is
+built from scratch; its result channel is read up to a cap; stdin carries the job, pickled by the trusted
+parent.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import seqlab
+
+SANDBOX_UID = 60000                  # + the job slot: each parallel child has a user id of its own
+MODES = ("namespaces+uid", "user-namespace", "rlimits-only")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one child may use: ``seconds`` of wall-clock time for one exercise (all its cases), ``memory``
+    bytes of address space, ``processes`` (threads count too), ``output`` bytes of results, ``file`` bytes per
+    file written."""
+
+    seconds: float = 60.0
+    memory: int = 6 * 2**30
+    processes: int = 64
+    output: int = 64 * 2**20
+    file: int = 16 * 2**20
+
+
+@dataclass
+class ChildRun:
+    """What came back: the result ``lines`` (raw bytes, one JSON message each, unparsed), and how it ended."""
+
+    lines: list[bytes] = field(default_factory=list)
+    timed_out: bool = False
+    output_overflow: bool = False
+    returncode: int | None = None
+    seconds: float = 0.0
+    stderr_tail: str = ""
+
+
+def _limit(resource_id: int, value: int) -> None:
+    try:
+        resource.setrlimit(resource_id, (value, value))
+    except (ValueError, OSError):          # a hard limit already below ours: keep it
+        pass
+
+
+def _set_limits(limits: Limits) -> None:
+    """Runs in the forked child before ``exec``: the limits pass on to ``unshare``, ``setpriv`` and Python."""
+    os.setsid()
+    _limit(resource.RLIMIT_AS, limits.memory)
+    _limit(resource.RLIMIT_CPU, int(limits.seconds) + 10)      # a C loop that ignores signals still stops
+    _limit(resource.RLIMIT_FSIZE, limits.file)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NOFILE, 256)
+    if os.getuid() != 0:                   # as root the count applies after setpriv: see the wrapper
+        _limit(resource.RLIMIT_NPROC, _own_processes() + limits.processes)
+
+
+def _own_processes() -> int:
+    uid, count = os.getuid(), 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                count += entry.stat().st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+# The namespaces' pid 1 runs this shell: hide folders, then drop privileges (root) and start the child.
+WRAPPER = r"""
+set -e
+mode=$1; uid=$2; nproc=$3; shift 3
+hide=""; tmp=""; ro=""
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in hide:*) hide="$hide ${1#hide:}";; tmp:*) tmp="$tmp ${1#tmp:}";; ro:*) ro="$ro ${1#ro:}";; esac
+  shift
+done
+shift
+for d in $hide; do [ -d "$d" ] && mount -t tmpfs -o size=64k,mode=0 seqlab-hidden "$d"; done
+for d in $tmp; do [ -d "$d" ] && mount -t tmpfs -o size=256m,mode=1777 seqlab-tmp "$d"; done
+for d in $ro; do [ -d "$d" ] && mount --bind "$d" "$d" && mount -o remount,bind,ro "$d"; done
+cd /tmp
+if [ "$mode" = "namespaces+uid" ]; then
+  exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all \
+       --no-new-privs -- prlimit --nproc="$nproc" -- "$@"
+fi
+exec "$@"
+"""
+
+
+def _needed_paths() -> list[Path]:
+    """What the child itself needs to see: Python, its packages and seqlab (never hidden or covered)."""
+    return [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable,
+                                        Path(seqlab.__file__).parent.parent)]
+
+
+def _coverable(path: Path) -> bool:
+    """``path`` can be hidden without hiding what the child needs (it holds none of :func:`_needed_paths`)."""
+    return path.is_dir() and not any(p == path or path in p.parents for p in _needed_paths())
+
+
+def mount_plan(hide: list[Path], mode: str) -> list[str]:
+    """The wrapper's arguments: folders to hide (``hide:``), scratch folders to replace by an empty private
+    tmpfs (``tmp:``) and, without a user id of its own, folders to make read-only (``ro:``)."""
+    plan = [f"hide:{p}" for p in dict.fromkeys(Path(h).resolve() for h in hide) if _coverable(p)]
+    plan += [f"tmp:{p}" for p in (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")) if _coverable(p)]
+    if mode == "user-namespace":
+        plan += [f"ro:{p}" for p in read_only_paths()]
+    return plan
+
+
+def _unshare_prefix(mode: str) -> list[str]:
+    flags = ["--mount", "--propagation", "private", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    if mode == "user-namespace":
+        flags = ["--user", "--map-root-user", *flags]
+    return ["unshare", *flags, "--", "/bin/sh", "-c", WRAPPER, "seqlab-sandbox"]
+
+
+@functools.lru_cache(maxsize=None)
+def isolation_mode() -> str:
+    """The strongest mode this machine allows (see the module docstring); probed once per process."""
+    if sys.platform != "linux" or not shutil.which("unshare"):
+        return "rlimits-only"
+    candidates = ["namespaces+uid", "user-namespace"] if os.getuid() == 0 else ["user-namespace"]
+    for mode in candidates:
+        if mode == "namespaces+uid" and not (shutil.which("setpriv") and shutil.which("prlimit")):
+            continue
+        probe = [*_unshare_prefix(mode), mode, str(SANDBOX_UID), "16", "--", "/bin/true"]
+        try:
+            if subprocess.run(probe, capture_output=True, timeout=30).returncode == 0:
+                return mode
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return "rlimits-only"
+
+
+def child_environment() -> dict[str, str]:
+    """The child's whole environment: nothing of the grader's (no tokens, no paths to the key)."""
+    package_root = str(Path(seqlab.__file__).resolve().parent.parent)
+    return {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+            "PYTHONPATH": package_root, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/mpl"}
+
+
+def read_only_paths() -> list[Path]:
+    """What a user-namespace child must not change: the course checkout (or installed package) and $HOME."""
+    package_root = Path(seqlab.__file__).resolve().parent.parent
+    paths = [package_root.parent if (package_root.parent / "course.py").exists() else package_root,
+             Path.home()]
+    return [p for p in dict.fromkeys(paths) if p.is_dir() and p != Path("/")]
+
+
+def run_child(job: dict, limits: Limits, *, hide: list[Path], slot: int = 0, mode: str | None = None) -> ChildRun:
+    """Run ``python -m seqlab.grading.child`` on ``job`` under ``limits``; return its raw result lines."""
+    mode = mode or isolation_mode()
+    python = [sys.executable, "-m", "seqlab.grading.child"]
+    if mode == "rlimits-only":
+        command = python
+    else:
+        command = [*_unshare_prefix(mode), mode, str(SANDBOX_UID + slot), str(limits.processes),
+                   *mount_plan(hide, mode), "--", *python]
+    run = ChildRun()
+    start = time.monotonic()
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=child_environment(), cwd="/", preexec_fn=lambda: _set_limits(limits))
+    try:
+        proc.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    buffer, stderr = bytearray(), bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ, "out")
+        selector.register(proc.stderr, selectors.EVENT_READ, "err")
+        open_streams = 2
+        while open_streams:
+            left = limits.seconds - (time.monotonic() - start)
+            if left <= 0:
+                run.timed_out = True
+                break
+            for key, _ in selector.select(timeout=min(left, 1.0)):
+                chunk = os.read(key.fileobj.fileno(), 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                elif key.data == "out":
+                    buffer += chunk
+                    if len(buffer) > limits.output:
+                        run.output_overflow = True
+                        open_streams = 0
+                        break
+                else:
+                    stderr = (stderr + chunk)[-4000:]
+    _kill_group(proc)
+    run.returncode = proc.returncode
+    run.seconds = time.monotonic() - start
+    run.lines = bytes(buffer[: limits.output]).splitlines()
+    run.stderr_tail = stderr.decode("utf-8", "replace")
+    if mode == "namespaces+uid":
+        _kill_user(SANDBOX_UID + slot)
+    return run
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's whole session (``unshare``'s exit then kills its PID namespace), and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        stream.close()
+
+
+def _kill_user(uid: int) -> None:
+    """Belt and braces after a namespaces+uid child: no process of the sandbox's user id survives."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                pass
+
+
+def leftover_processes(slot: int = 0) -> list[int]:
+    """Process ids still running as the sandbox user of ``slot`` (a test asks that there are none)."""
+    uid = SANDBOX_UID + slot
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
