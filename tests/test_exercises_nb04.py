@@ -42,7 +42,8 @@ def test_a_correct_cell_passes_and_matches_torch():
     assert all(torch.allclose(g, w, atol=1e-6) for g, w in zip(got, want))
 
 
-@pytest.mark.parametrize("kwargs, words", [
+# The typical mistakes, as make_cell arguments, and words of the hint each gets (the grader's tests reuse it).
+LSTM_MISTAKES = [
     ({"act": {"f": torch.tanh}}, "forget gate f_t differs"),
     ({"act": {"i": torch.tanh}}, "input gate i_t differs"),
     ({"act": {"o": torch.tanh}}, "output gate o_t differs"),
@@ -54,7 +55,10 @@ def test_a_correct_cell_passes_and_matches_torch():
     ({"input_gate": False}, "forgot the input gate"),
     ({"biases": (True, False)}, "left out b_hh"),
     ({"swap_outputs": True}, "you returned (c_t, h_t)"),
-])
+]
+
+
+@pytest.mark.parametrize("kwargs, words", LSTM_MISTAKES)
 def test_each_typical_mistake_gets_its_own_hint(kwargs, words):
     assert words in feedback(make_cell(**kwargs))
 

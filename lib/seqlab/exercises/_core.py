@@ -204,7 +204,10 @@ def judge(ex: Exercise, given: tuple, case: Case, got: Any, expected: Any) -> Ve
     """
     if (ex.same or _numbers_close)(got, expected):
         return Verdict(True)
-    diagnosis = ex.diagnose((*given, *case.args), got, expected) if ex.diagnose else None
+    try:
+        diagnosis = ex.diagnose((*given, *case.args), got, expected) if ex.diagnose else None
+    except (ArithmeticError, TypeError, ValueError, IndexError, RuntimeError):   # an answer it did not foresee
+        diagnosis = None
     return Verdict(False, diagnosis or case.hint or ex.hint, diagnosis is not None)
 
 

@@ -32,7 +32,7 @@ def _diagnose_perplexity(args: tuple, got: Any, expected: float) -> str | None:
         return "check the sign: perplexity is exp of the *negative* mean log-probability, so it is >= 1."
     if math.isclose(got, sum(1 / p for p in probs) / len(probs), rel_tol=1e-6):
         return "you averaged 1/p_t (an arithmetic mean); perplexity is the geometric mean of 1/p_t."
-    if math.isclose(got, math.exp(nll * len(probs)), rel_tol=1e-6):
+    if got > 0 and math.isclose(math.log(got), nll * len(probs), abs_tol=1e-6):  # exp would overflow
         return "divide the summed negative log-probability by T, the number of symbols."
     if math.isclose(got, 2 ** nll, rel_tol=1e-6):
         return "you mixed bases: with natural logs (math.log) use exp; with log2 use 2 ** (...)."

@@ -25,30 +25,69 @@ from seqlab.exercises._core import _short
 from seqlab.grading import codec, sandbox
 from seqlab.grading.submissions import Submission, answer_plan
 
-# Calls that do an exercise's work for the student: graded as written, but flagged for a human look.
+# Calls that do an exercise's work for the student: graded as written, but flagged for a human look. Each entry
+# matches a dotted name the answer's functions use, by its last parts (``LSTMCell`` matches ``nn.LSTMCell``).
+# An entry starting with "." matches an attribute only (``ex.reference``, not a parameter named reference).
 # Any reach into the checkers (their references and cases ship in the package) is flagged everywhere.
-ALWAYS_FORBIDDEN = ("seqlab.exercises", "EXERCISES", "expected_value", ".reference", "grading")
+ALWAYS_FORBIDDEN = ("seqlab.exercises", "seqlab.grading", "EXERCISES", "expected_value", ".reference")
 FORBIDDEN = {
-    "rnn_cell_step": ("RNNCell", "nn.RNN", "rnn_tanh"),
-    "lstm_cell": ("LSTMCell", "nn.LSTM", "lstm_cell", "_VF"),
+    "rnn_cell_step": ("RNNCell", "nn.RNN", "torch.rnn_tanh_cell", "_VF"),
+    "lstm_cell": ("LSTMCell", "nn.LSTM", "torch.lstm_cell", "_VF"),
     "split_lstm_weights": ("nn.LSTM",),
-    "gru_cell": ("GRUCell", "nn.GRU", "gru_cell", "_VF"),
-    "bptt_step": ("backward", "autograd", "seqlab.gradients"),
-    "clip_grad_norm": ("clip_grad_norm_", "clip_grad_norm"),
-    "activation_derivatives": ("backward", "autograd"),
+    "gru_cell": ("GRUCell", "nn.GRU", "torch.gru_cell", "_VF"),
+    "bptt_step": ("backward", "torch.autograd", "seqlab.gradients"),
+    "clip_grad_norm": ("clip_grad_norm_", "utils.clip_grad_norm"),
+    "activation_derivatives": ("backward", "torch.autograd"),
     "attend": ("scaled_dot_product_attention", "MultiheadAttention"),
     "self_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
     "cross_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
     "causal_mask": ("generate_square_subsequent_mask",),
     "cached_attention_step": ("scaled_dot_product_attention",),
-    "rope_head": ("seqlab.nn", "seqlab.models"),
     "sublayer_connection": ("TransformerEncoderLayer", "TransformerDecoderLayer"),
     "cross_attention_sublayer": ("TransformerDecoderLayer",),
-    "mean_pool": ("seqlab.minilm",),
-    "sequence_log_prob": ("seqlab.decoding",),
-    "beam_step": ("seqlab.decoding",),
-    "band_scores": ("seqlab.cost",),
 }
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def forbidden_calls(name: str, sources: list[str]) -> list[str]:
+    """The forbidden names that the functions defined in an answer use (the code a call runs; a demo at the
+    cell's top level is not flagged), and any import of the checkers anywhere in the answer."""
+    used: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                used |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                used |= {a.name for a in node.names}
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "seqlab." in node.value:
+                used.add(node.value)                           # exec("from seqlab.exercises import ...")
+        for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda))):
+            body = function.body if isinstance(function.body, list) else [function.body]
+            for node in (sub for statement in body for sub in ast.walk(statement)):
+                dotted = _dotted(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+                if dotted:
+                    used.add(dotted)
+    found = []
+    for word in (*FORBIDDEN.get(name, ()), *ALWAYS_FORBIDDEN):
+        attribute = word.startswith(".")
+        if any(d.endswith(word) if attribute else d == word or d.endswith("." + word) or d.startswith(word + ".")
+               or f".{word}." in d for d in used):
+            found.append(word)
+    return found
 
 
 @dataclass(frozen=True)
@@ -123,23 +162,6 @@ def graded_for_completion(key: Key, name: str) -> bool:
     """A prediction judged only on whether one was made (its answer is public once the notebook runs)."""
     return EXERCISES[name].is_prediction and (key.predictions == "completion" or name not in key.measurements
                                               and EXERCISES[name].measured is not None)
-
-
-# -- static flags ----------------------------------------------------------------------------------------
-
-def forbidden_calls(name: str, sources: list[str]) -> list[str]:
-    """The forbidden names an answer's code mentions (in code, not in comments or strings)."""
-    code = []
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        code.append(ast.unparse(ast.Module(body=[s for s in tree.body], type_ignores=[])))
-        code += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                 and ("import" in n.value or "exercises" in n.value)]     # exec("import ...") hides nothing
-    text = "\n".join(code)
-    return [word for word in (*FORBIDDEN.get(name, ()), *ALWAYS_FORBIDDEN) if word in text]
 
 
 # -- one submission ---------------------------------------------------------------------------------------
@@ -276,6 +298,8 @@ def _exercise_status(result: ExerciseResult, events: dict, run: sandbox.ChildRun
         return "timed out"
     if events["no_function"] is not None:
         return "error"
+    if "crashed" in statuses and "passed" not in statuses:
+        return "crashed"
     return "partial" if "passed" in statuses else "failed"
 
 

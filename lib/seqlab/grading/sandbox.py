@@ -245,26 +245,32 @@ def _kill_group(proc: subprocess.Popen) -> None:
         stream.close()
 
 
-def _kill_user(uid: int) -> None:
-    """Belt and braces after a namespaces+uid child: no process of the sandbox's user id survives."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, ProcessLookupError):
-                pass
-
-
-def leftover_processes(slot: int = 0) -> list[int]:
-    """Process ids still running as the sandbox user of ``slot`` (a test asks that there are none)."""
-    uid = SANDBOX_UID + slot
+def _processes_of(uid: int) -> list[int]:
+    """Live (not zombie) processes running as ``uid``."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if entry.stat().st_uid == uid:
+                if entry.stat().st_uid == uid and ") Z " not in (entry / "stat").read_text():
                     found.append(int(entry.name))
             except OSError:
                 pass
     return found
+
+
+def _kill_user(uid: int, patience: float = 10.0) -> None:
+    """Belt and braces after a namespaces+uid child: kill every process of the sandbox's user id, and wait
+    until none is left (the kernel ends a killed PID namespace asynchronously)."""
+    deadline = time.monotonic() + patience
+    while (alive := _processes_of(uid)) and time.monotonic() < deadline:
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+
+
+def leftover_processes(slot: int = 0) -> list[int]:
+    """Live process ids still running as the sandbox user of ``slot`` (a test asks that there are none)."""
+    return _processes_of(SANDBOX_UID + slot)

@@ -212,6 +212,11 @@ def _parse(source: str) -> tuple[ast.Module | None, list[str]]:
         return None, [*notes, f"a cell does not parse ({type(err).__name__}: {getattr(err, 'msg', err)})"]
 
 
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
 def _check_call(node: ast.AST, name: str) -> ast.Call | None:
     for sub in ast.walk(node):
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "check" and sub.args
@@ -246,8 +251,8 @@ def answer_cell_index(cells: list[dict], exercise: str) -> int | None:
         if cell.get("cell_type") == "code" and (cell.get("metadata", {}).get("seqlab") or {}).get("exercise") == exercise:
             return i
     for i, cell in enumerate(cells):
-        if cell.get("cell_type") == "code" and f'"{exercise}"' in cell.get("source", ""):
-            tree, _ = _parse(cell["source"])
+        if cell.get("cell_type") == "code" and f'"{exercise}"' in _source(cell):
+            tree, _ = _parse(_source(cell))
             if tree is not None and _check_call(tree, exercise):
                 return i
     return None
@@ -260,7 +265,7 @@ def answer_plan(notebook: dict, exercise: str) -> AnswerPlan:
     if index is None:
         return AnswerPlan(exercise, problem="the answer cell is missing (no cell calls "
                                             f'check("{exercise}", ...)); restore it from the release')
-    parsed = [(_parse(c.get("source", "")) if c.get("cell_type") == "code" else (None, [])) for c in cells[: index + 1]]
+    parsed = [(_parse(_source(c)) if c.get("cell_type") == "code" else (None, [])) for c in cells[: index + 1]]
     tree, notes = parsed[index]
     call = _check_call(tree, exercise) if tree is not None else None
     if call is None or len(call.args) < 2:

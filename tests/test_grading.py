@@ -1,0 +1,239 @@
+"""The grader's trusted side: reading submissions, the value codec, the same diagnosis as check(), the
+gradebook, feedback and class report, and the round trip from the release (a perfect student gets every
+point, the untouched release none).
+
+The round trip runs 01, 04 and 14 here; ``SEQLAB_GRADING_FULL=1`` (CI's grading stage) runs all sixteen.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from grading_helpers import NOTEBOOKS, ROOT, as_bytes, perfect, release, student_release, with_answers
+from seqlab.exercises import check
+from seqlab.grading import cli, codec, grader, reports, sandbox
+from seqlab.grading.submissions import Submission, answer_plan, collect, parse_notebook
+
+FULL = os.environ.get("SEQLAB_GRADING_FULL") == "1"
+ROUND_TRIP = [p.stem for p in NOTEBOOKS if p.stem[:2] != "00" and (FULL or p.stem[:2] in ("01", "04", "14"))]
+
+
+def submission(nb: dict, student: str = "s") -> Submission:
+    return Submission(student, f"{student}.ipynb", "0", parse_notebook(as_bytes(nb)))
+
+
+# -- the codec: plain data only ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [None, True, 3, 2**80, 0.1, float("inf"), "text", [1, (2.5, "a")],
+                                   {"ab": 2, ("a", 1): [None]}, {1, 2}, torch.arange(6.0).reshape(2, 3),
+                                   torch.tensor([True, False]), torch.ones(2, dtype=torch.bfloat16),
+                                   np.eye(2), torch.empty(0, 3)])
+def test_a_value_comes_back_as_it_was_sent(value):
+    back = codec.decode(json.loads(json.dumps(codec.encode(value))))
+    if isinstance(value, torch.Tensor):
+        assert type(back) is torch.Tensor and back.dtype == value.dtype and torch.equal(back, value)
+    elif isinstance(value, np.ndarray):
+        assert type(back) is np.ndarray and np.array_equal(back, value)
+    else:
+        assert back == value and type(back) is type(value)
+
+
+def test_objects_that_lie_are_refused_or_reduced_to_their_data():
+    class Same:
+        def __eq__(self, other):
+            return True
+
+    class Liar(torch.Tensor):
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(codec.Unreadable, match="Same"):
+        codec.encode(Same())
+    back = codec.decode(codec.encode(torch.zeros(2).as_subclass(Liar)))
+    assert type(back) is torch.Tensor and not torch.equal(back, torch.ones(2))
+
+
+@pytest.mark.parametrize("data, words", [
+    (["tensor", "float32", [2, 2], "AAAA"], "does not match"),
+    (["tensor", "object", [1], ""], "dtype"),
+    (["ndarray", "|O", [1], ""], "dtype"),
+    (["pickle", "gANdcQAu"], "malformed"),
+    ("just text", "malformed"),
+    (["list", [["int", "1"]] * 3_000_000], "items"),
+])
+def test_the_decoder_trusts_nothing(data, words):
+    with pytest.raises(codec.Unreadable, match=words):
+        codec.decode(data)
+
+
+# -- reading submissions ------------------------------------------------------------------------------------
+
+def test_malformed_files_are_reported_never_read_as_code(tmp_path):
+    good = as_bytes(student_release("01-why-sequences"))
+    (tmp_path / "ok.ipynb").write_bytes(good)
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    (tmp_path / "old.ipynb").write_text(json.dumps({"nbformat": 3, "worksheets": []}))
+    with open(tmp_path / "huge.ipynb", "wb") as handle:       # 200 MB, sparse: refused by its size
+        handle.truncate(200 * 2**20)
+    (tmp_path / "link.ipynb").symlink_to(tmp_path / "ok.ipynb")
+    found = {s.student: s for s in collect([tmp_path])}
+    assert found["ok"].notebook is not None and found["ok"].problem is None
+    assert "not valid JSON" in found["broken"].problem
+    assert "nbformat 3" in found["old"].problem
+    assert "200 MB" in found["huge"].problem
+    assert "symbolic link" in found["link"].problem
+
+
+def test_an_lms_zip_is_read_in_memory_and_its_traps_are_refused(tmp_path):
+    good = as_bytes(student_release("01-why-sequences"))
+    bomb = b'{"nbformat": 4, "cells": [], "x": "' + b"0" * (30 * 2**20) + b'"}'
+    with zipfile.ZipFile(tmp_path / "download.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("smithjane_12345_678_01-why-sequences.ipynb", good)
+        archive.writestr("doejohn_late_23456_789_01-why-sequences.ipynb", good)
+        archive.writestr("../evil_34567_1_x.ipynb", good)
+        archive.writestr("bomber_45678_2_x.ipynb", bomb)
+        link = zipfile.ZipInfo("linker_56789_3_x.ipynb")
+        link.external_attr = 0o120777 << 16
+        archive.writestr(link, "/etc/passwd")
+    found = {s.student: s for s in collect([tmp_path / "download.zip"], "canvas")}
+    assert found["smithjane"].notebook is not None and found["smithjane"].lms_id == "12345"
+    assert found["doejohn"].late
+    assert "leaves the folder" in found["../evil"].problem
+    assert "zip bomb" in found["bomber"].problem
+    assert "link" in found["linker"].problem
+    assert not list(tmp_path.glob("*.ipynb")), "nothing is extracted to disk"
+
+
+def test_the_grader_finds_the_exercises_the_release_lists():
+    for path in NOTEBOOKS:
+        release_names = set(release.student_notebook(json.loads(path.read_text()))[1])
+        assert set(cli.exercise_points(path, None)) == release_names, path.name
+
+
+def test_the_answer_plan_runs_the_defining_cell_not_the_measurement():
+    plan = answer_plan(student_release("04-lstm"), "predict_rnn_horizon")
+    assert plan.target == "predict_rnn_horizon"
+    assert len(plan.cells) == 1 and "def predict_rnn_horizon" in plan.cells[0]
+    assert "measure_rnn_horizon()" not in plan.cells[0], "the notebook's measurement is not the student's answer"
+    plan = answer_plan(student_release("08-attention"), "predict_reversal_24")
+    assert plan.target == "lambda: my_prediction" and "my_prediction = None" in plan.cells[0]
+    missing = student_release("01-why-sequences")
+    missing["cells"] = [c for c in missing["cells"] if "perplexity" not in (c.get("metadata", {}).get("seqlab") or {}).get("exercise", "")]
+    assert "missing" in answer_plan(missing, "perplexity").problem
+
+
+# -- the same diagnosis as check() ----------------------------------------------------------------------
+
+def _source_of(value) -> str:
+    if callable(value):
+        return f"torch.{value.__name__}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_source_of(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def test_each_catalogued_lstm_mistake_gets_the_same_diagnosis_from_the_grader():
+    from test_exercises_nb04 import LSTM_MISTAKES, make_cell
+    key = grader.build_key("04-lstm", {"lstm_cell": 1.0})
+    for kwargs, words in LSTM_MISTAKES:
+        arguments = ", ".join(f"{k}={_source_of(v)}" for k, v in kwargs.items())
+        answer = (inspect.getsource(make_cell) + f"\nlstm_cell = make_cell({arguments})\n"
+                  'check("lstm_cell", lstm_cell)\n')
+        outcome = grader.grade_exercise(key, "lstm_cell", with_answers("04-lstm", {"lstm_cell": answer}),
+                                        limits=sandbox.Limits(seconds=60))
+        in_notebook = repr(check("lstm_cell", make_cell(**kwargs)))
+        first_failure = next(c for c in outcome.cases if c["status"] != "passed")
+        assert words in first_failure["hint"], (kwargs, outcome.cases)
+        assert f"Hint: {first_failure['hint']}" in in_notebook, (kwargs, in_notebook)
+
+
+# -- the round trip ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stem", ROUND_TRIP)
+def test_a_perfect_student_gets_every_point_and_the_untouched_release_none(stem):
+    points = cli.exercise_points(ROOT / "notebooks" / f"{stem}.ipynb", None)
+    key = grader.build_key(stem, points)
+    best = grader.grade_submission(key, submission(perfect(stem)))
+    assert best["score"] == best["max_score"] == len(points), {
+        n: (e["status"], e["message"]) for n, e in best["exercises"].items() if e["score"] != e["points"]}
+    assert not [f for f in best["flags"] if "uses" in f], best["flags"]
+    blank = grader.grade_submission(key, submission(student_release(stem)))
+    assert blank["score"] == 0
+    assert {e["status"] for e in blank["exercises"].values()} <= {"not written", "no prediction"}
+
+
+# -- the command, the gradebook, feedback and the class report -------------------------------------------
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A class of four for notebook 01, graded through the command line with a roster."""
+    base = tmp_path_factory.mktemp("class")
+    subs = base / "submissions"
+    subs.mkdir()
+    (subs / "ada.ipynb").write_bytes(as_bytes(perfect("01-why-sequences")))
+    (subs / "bob.ipynb").write_bytes(as_bytes(student_release("01-why-sequences")))
+    wrong = 'def perplexity(probs):\n    return -sum(math.log(p) for p in probs) / len(probs)\ncheck("perplexity", perplexity)\n'
+    (subs / "cy.ipynb").write_bytes(as_bytes(with_answers("01-why-sequences", {"perplexity": wrong})))
+    (subs / "dee.ipynb").write_text("{broken")
+    roster = base / "roster.csv"
+    roster.write_text("student,student_id,last_name,first_name,email\nada,1,Lovelace,Ada,ada@example.org\n"
+                      "bob,2,=HYPERLINK(\"http://x\"),Bob,bob@example.org\ncy,3,C,Cy,cy@example.org\n"
+                      "eve,4,E,Eve,eve@example.org\n")
+    out = base / "grades"
+    args = [str(subs), "--notebook", "01", "--out", str(out), "--roster", str(roster), "--jobs", "2"]
+    assert cli.main(["grade", *args]) == 0
+    return out / "01-why-sequences", args
+
+
+def test_the_gradebook_has_nbgraders_columns_and_is_safe_to_open(graded):
+    folder, _ = graded
+    rows = list(csv.DictReader(io.StringIO((folder / "gradebook.csv").read_text())))
+    by_id = {r["student_id"]: r for r in rows}
+    assert set(reports.NBGRADER_COLUMNS) <= set(rows[0])
+    assert float(by_id["1"]["score"]) == 4.0 and by_id["1"]["perplexity:status"] == "passed"
+    assert float(by_id["2"]["score"]) == 0 and by_id["2"]["last_name"].startswith("'=")
+    assert by_id["3"]["perplexity:status"] == "failed" and by_id["3"]["perplexity:diagnosis"]
+    assert by_id["4"]["status"] == "missing"
+    assert by_id["dee"]["status"] == "unreadable"
+
+
+def test_feedback_quotes_the_checker_and_the_class_report_counts_mistakes(graded):
+    folder, _ = graded
+    cy = (folder / "feedback" / "cy.md").read_text()
+    assert "mean negative log-likelihood" in cy and "exponentiate it" in cy
+    assert "<h1>" in (folder / "feedback" / "cy.html").read_text()
+    report = (folder / "class-report.md").read_text()
+    assert "## perplexity" in report and "(1 of 3)" in report and "exponentiate it" in report
+
+
+def test_grading_resumes_and_regrades_one_student(graded, capsys):
+    folder, args = graded
+    before = (folder / "records" / "ada.json").stat().st_mtime_ns
+    assert cli.main(["grade", *args]) == 0
+    assert "0 to grade" in capsys.readouterr().err
+    assert (folder / "records" / "ada.json").stat().st_mtime_ns == before
+    assert cli.main(["grade", *args, "--student", "cy"]) == 0
+    assert "1 to grade" in capsys.readouterr().err
+
+
+def test_selfcheck_runs_the_graders_path_and_writes_the_file_to_hand_in(tmp_path, capsys):
+    notebook = tmp_path / "01-why-sequences.ipynb"
+    notebook.write_bytes(as_bytes(perfect("01-why-sequences")))
+    assert cli.main(["selfcheck", str(notebook), "--out", str(tmp_path / "submit")]) == 0
+    out = capsys.readouterr().out
+    assert "Score: 4 / 4" in out and (tmp_path / "submit" / notebook.name).exists()
+
+
+def test_safe_cell_defuses_formulas():
+    assert [reports.safe_cell(v) for v in ("=1+1", "+x", "-2", "@a", "plain", 3)] == ["'=1+1", "'+x", "'-2", "'@a",
+                                                                                      "plain", "3"]
