@@ -285,3 +285,289 @@ def multihead_attention(heads: int = 3) -> Diagram:
            f"to n by d_model and multiplied by W_O. The heads share no weights and run side by side.")
     return Diagram(c.fig, alt)
 
+
+
+# --- The Transformer (notebook 12), the GPT block and its KV cache (notebook 13) ---------------------------------
+
+_TAG_INK = "#555555"       # the small "§n" tags: which section builds a part
+
+
+def _check_norm_first(norm_first: object) -> None:
+    if not isinstance(norm_first, bool):
+        raise ValueError(f"norm_first should be True (pre-norm) or False (post-norm), got {norm_first!r}")
+
+
+def _tag(c: _Canvas, x: float, y: float, text: str, side: float) -> None:
+    c.ax.text(x, y, text, fontsize=9, va="center", ha="left" if side > 0 else "right", color=_TAG_INK,
+              style="italic")
+
+
+def _arrow(c: _Canvas, points: list[tuple[float, float]], *, lit: bool | None = None, head: bool = True) -> None:
+    """A path whose arrowhead touches its target (``_Canvas.line`` stops short, which hides short arrows)."""
+    colour, lw = c._ink(lit)
+    for start, end in zip(points[:-1], points[1:]):
+        last = end == points[-1]
+        c.ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>" if head and last else "-", mutation_scale=10,
+                                       color=colour, lw=lw, shrinkA=0, shrinkB=0, zorder=2))
+
+
+def _residual(fn: tuple, norm_first: bool, ln: str = "LN", tag: str = "§2") -> list[tuple]:
+    """One residual sublayer's parts, bottom to top: post-norm LN(x + F(x)), pre-norm x + F(LN(x))."""
+    norm = ("box", ln, STATE_FILL, tag, 1.2, 0.45)
+    return [("split",), norm, fn, ("add",)] if norm_first else [("split",), fn, ("add",), norm]
+
+
+def _column(c: _Canvas, x: float, y: float, items: list[tuple], *, bypass: float, tag_side: float,
+            gap: float = 0.3) -> tuple[float, dict[str, float]]:
+    """Draw ``items`` upwards from ``y`` along a line at ``x``: boxes ``("box", text, fill, tag, w, h)``,
+    ``("split",)`` where a residual branch leaves and ``("add",)`` where it comes back, on the ``bypass`` side
+    (its signed distance from x). Tags go on ``tag_side`` (+1 right, -1 left). Returns the top and each box's
+    bottom edge, by text."""
+    split, bottoms, r = y, {}, 0.24
+    for kind, *rest in items:
+        if kind == "split":
+            split = y + 0.12
+            _arrow(c, [(x, y), (x, split)], head=False)
+            c.ax.add_patch(Circle((x, split), 0.05, color=INK, zorder=3))
+            y = split
+        elif kind == "add":
+            centre = y + gap + r
+            _arrow(c, [(x, y), (x, centre - r)])
+            c.op(x, centre, "+", r=r)
+            _arrow(c, [(x, split), (x + bypass, split), (x + bypass, centre), (x + (r if bypass > 0 else -r), centre)])
+            y = centre + r
+        else:
+            text, fill, tag, w, h = rest
+            bottom = y + gap
+            _arrow(c, [(x, y), (x, bottom)])
+            c.box(x, bottom + h / 2, text, fill, w=w, h=h, fontsize=10)
+            if tag:
+                _tag(c, x + tag_side * (w / 2 + 0.1), bottom + h / 2, tag, tag_side)
+            bottoms[text] = bottom
+            y = bottom + h
+    return y, bottoms
+
+
+def _frame(c: _Canvas, x: float, y0: float, y1: float, half: float, label_x: float) -> None:
+    """The rounded frame around a stack of N identical layers, with "N×" beside it."""
+    c.ax.add_patch(FancyBboxPatch((x - half, y0), 2 * half, y1 - y0, boxstyle="round,pad=0.05", facecolor="#fafafa",
+                                  edgecolor="#9a9a9a", lw=1.0, zorder=0))
+    c.label(label_x, (y0 + y1) / 2, "$N\\times$", fontsize=13, ha="center", va="center")
+
+
+def _embedding(c: _Canvas, x: float, text: str, tag: str, positions: str, positions_tag: str, side: float, *,
+               y: float, w: float = 3.2) -> float:
+    """The embedding box (bottom edge at ``y``) and the + that adds positions from a box on the other side than
+    ``side`` (where the tags go); returns the top of the +."""
+    c.box(x, y + 0.25, text, INPUT_FILL, w=w, h=0.5, fontsize=10)
+    _tag(c, x + side * (w / 2 + 0.1), y + 0.25, tag, side)
+    _arrow(c, [(x, y + 0.5), (x, y + 0.9)])
+    c.op(x, y + 1.14, "+", r=0.24)
+    px = x - side * 1.65
+    c.box(px, y + 1.14, positions, INPUT_FILL, w=1.5, h=0.55, fontsize=9)
+    _arrow(c, [(px + side * 0.75, y + 1.14), (x - side * 0.24, y + 1.14)])
+    _tag(c, px - side * 0.85, y + 1.14, positions_tag, -side)
+    return y + 1.38
+
+
+def _legend(c: _Canvas, x: float, y: float, lines: list[str]) -> None:
+    for i, line in enumerate(lines):
+        c.ax.text(x, y - 0.38 * i, line, fontsize=9.5, color=_TAG_INK, va="top")
+
+
+def _fit(c: _Canvas, width: float, height: float, inches_per_unit: float) -> None:
+    """Crop the canvas to what was drawn, at a fixed scale, with no margin around the axes."""
+    c.ax.set(xlim=(0, width), ylim=(0, height))
+    c.fig.set_size_inches(width * inches_per_unit, height * inches_per_unit)
+    c.fig.subplots_adjust(0, 0, 1, 1)
+
+
+def transformer(*, norm_first: bool = False) -> Diagram:
+    """The encoder-decoder Transformer of Vaswani et al. (2017), after their Figure 1, each part tagged with the
+    section of notebook 12 that builds it. ``norm_first=False`` draws the paper's post-norm layers,
+    ``LN(x + F(x))``; ``True`` the pre-norm ``x + F(LN(x))`` with a final LN after each stack."""
+    _check_norm_first(norm_first)
+    xe, xd, frame_y, w = 3.45, 9.95, 2.75, 3.7
+    ffn = ("box", "feed-forward\n$\\mathrm{FFN}$", GATE_FILL, "§3", w, 0.8)
+    self_attention = ("box", "multi-head self-attention\n$\\mathrm{MultiHead}(X, X, X)$", CANDIDATE_FILL, "§4", w, 0.8)
+    masked = ("box", "masked self-attention\n$\\mathrm{MaskedMultiHead}(Y, Y, Y)$", CANDIDATE_FILL, "§6", w, 0.8)
+    cross = ("box", "cross-attention\n$\\mathrm{MultiHead}(Y, M, M)$", CANDIDATE_FILL, "§6", w, 0.8)
+    final = [("box", "final LN", STATE_FILL, "§5", 1.5, 0.45)] if norm_first else []
+    c = _Canvas(13.4, 15.0, (7.4, 7.4))
+
+    # source and target: tokens, embedding, + positions; then the two stacks, residual branches outside
+    for x, text, side in ((xe, "source tokens", +1), (xd, "target so far (shifted right)", -1)):
+        c.label(x, 0.3, text, ha="center", va="center")
+        _arrow(c, [(x, 0.55), (x, 1.0)])
+        top = _embedding(c, x, "embedding $\\times\\sqrt{d_{model}}$", "§9", "positional\nencoding", "nb 11", side,
+                         y=1.0)   # the + at 2.14, positions' box up to 2.41
+        _arrow(c, [(x, top), (x, frame_y)], head=False)
+    top_e, _ = _column(c, xe, frame_y, _residual(self_attention, norm_first) + _residual(ffn, norm_first),
+                       bypass=-(w / 2 + 0.3), tag_side=+1, gap=0.4)
+    top_d, bottoms = _column(c, xd, frame_y, _residual(masked, norm_first) + _residual(cross, norm_first)
+                             + _residual(ffn, norm_first), bypass=w / 2 + 0.3, tag_side=-1, gap=0.4)
+    _frame(c, xe, frame_y - 0.05, top_e + 0.15, w / 2 + 0.55, xe - w / 2 - 0.95)
+    _frame(c, xd, frame_y - 0.05, top_d + 0.15, w / 2 + 0.55, xd + w / 2 + 0.95)
+    if norm_first:                                  # pre-norm never normalises the stream: one LN after each stack
+        top_e, _ = _column(c, xe, top_e, final, bypass=0, tag_side=+1, gap=0.4)
+        top_d, _ = _column(c, xd, top_d, final, bypass=0, tag_side=-1, gap=0.4)
+
+    # the encoder's output, the memory M, gives the keys and values of every decoder layer's cross-attention
+    m_y, mid = bottoms[cross[1]] - 0.22, (xe + xd) / 2
+    _arrow(c, [(xe, top_e), (xe, top_e + 0.4), (mid, top_e + 0.4), (mid, m_y), (xd - 1.1, m_y), (xd - 1.1, m_y + 0.22)])
+    c.label((xe + mid) / 2, top_e + 0.52, "memory $M$ (keys, values)", fontsize=10, va="bottom", ha="center")
+
+    # the read-out: a linear layer tied to the target embedding, then softmax
+    y = top_d
+    for text in ("linear: $\\times E_{tgt}^{\\top}$ (tied)", "softmax"):
+        _arrow(c, [(xd, y), (xd, y + 0.4)])
+        c.box(xd, y + 0.65, text, GATE_FILL, w=2.9, h=0.5, fontsize=10)
+        _tag(c, xd - 1.55, y + 0.65, "§9", -1)
+        y += 0.9
+    _arrow(c, [(xd, y), (xd, y + 0.4)])
+    c.label(xd, y + 0.45, "next-token probabilities", ha="center", va="bottom")
+    height = y + 1.0
+    layout = (["pre-norm, $x + F(\\mathrm{LN}(x))$ (§5)"] if norm_first
+              else ["post-norm, $\\mathrm{LN}(x + F(x))$,", "as in the paper (§5)"])
+    _legend(c, 0.25, height - 0.25, ["§n: the section of notebook 12", "that builds the part;",
+                                     "nb n: an earlier notebook"] + layout)
+    _fit(c, 13.4, height, 7.4 / 13.4)
+    parts = ("LN(x + F(x)), the paper's post-norm: the LN follows the plus" if not norm_first else
+             "x + F(LN(x)), pre-norm: the LN comes before each sublayer and the residual line is never normalised, "
+             "so one final LN follows each stack")
+    alt = ("Diagram of the Transformer encoder-decoder of Vaswani et al. (2017), after their Figure 1, read from the "
+           "bottom up. Left, the encoder: source tokens are embedded (times the square root of d_model) and a "
+           "positional encoding is added; then a frame of N identical layers, each a multi-head self-attention "
+           "MultiHead(X, X, X) and a feed-forward network FFN, each wrapped in a residual connection (an arrow around "
+           f"it to a plus) and a layer norm LN, in the form {parts}. Right, the decoder: the target so far, shifted "
+           "right, embedded the same way, then N layers of three such sublayers: masked self-attention "
+           "MaskedMultiHead(Y, Y, Y), cross-attention MultiHead(Y, M, M) and FFN. The encoder's output, the memory M, "
+           "enters every decoder layer's cross-attention as its keys and values; the queries come from the decoder. "
+           "At the top a linear layer tied to the target embedding, and a softmax, give the next-token "
+           "probabilities. Each part is tagged with the section of notebook 12 that builds it: residual and LN "
+           "section 2, FFN section 3, encoder section 4, post- and pre-norm section 5, decoder's attentions section "
+           "6, embeddings and read-out section 9; positional encoding is notebook 11's.")
+    return Diagram(c.fig, alt)
+
+
+def gpt_block(*, norm_first: bool = True) -> Diagram:
+    """The decoder-only language model of notebook 13 (``seqlab.models.gpt.GPT``): token embedding plus a learned
+    position table, ``N`` blocks of causal self-attention and FFN (no cross-attention), a read-out tied to the
+    embedding. ``norm_first=True`` (the model's default, GPT-2's layout) draws pre-norm blocks and the final LN."""
+    _check_norm_first(norm_first)
+    x, w, frame_y, width = 3.3, 3.9, 2.75, 12.0
+    attention = ("box", "masked self-attention\n(causal mask, $h$ heads)", CANDIDATE_FILL, "", w, 0.8)
+    ffn = ("box", "feed-forward FFN\n(GELU)", GATE_FILL, "", w, 0.8)
+    items = (_residual(attention, norm_first, "$\\mathrm{LN}_1$", "")
+             + _residual(ffn, norm_first, "$\\mathrm{LN}_2$", ""))
+    c = _Canvas(width, 12.0, (6.6, 6.6))
+    c.label(x, 0.3, "characters $x_1, \\dots, x_n$", ha="center", va="center")
+    _arrow(c, [(x, 0.55), (x, 1.0)])
+    top = _embedding(c, x, "token embedding $E[x]$", "", "learned\npositions $P$", "", +1, y=1.0)
+    _arrow(c, [(x, top), (x, frame_y)], head=False)
+    top, bottoms = _column(c, x, frame_y, items, bypass=-(w / 2 + 0.3), tag_side=+1, gap=0.4)
+    _frame(c, x, frame_y - 0.05, top + 0.15, w / 2 + 0.55, x - w / 2 - 0.95)
+    after = [("box", "final LN", STATE_FILL, "", 1.5, 0.45)] if norm_first else []
+    after += [("box", "linear: $\\times E^{\\top} + b$ (tied)", GATE_FILL, "", 3.2, 0.5),
+              ("box", "softmax", GATE_FILL, "", 3.2, 0.5)]
+    top, _ = _column(c, x, top + (0.15 if norm_first else 0.25), after, bypass=0, tag_side=1, gap=0.4)
+    _arrow(c, [(x, top), (x, top + 0.4)])
+    c.label(x, top + 0.45, "next character, at each position", ha="center", va="bottom")
+    height = top + 1.0
+
+    # the notebook's equations beside the parts they describe
+    eq_x = x + w / 2 + 0.85
+    first, second = bottoms[attention[1]] + 0.4, bottoms[ffn[1]] + 0.4
+    if norm_first:
+        equations = [(first, "$X \\leftarrow X + \\mathrm{MaskedMultiHead}(\\mathrm{LN}_1(X))$"),
+                     (second, "$X \\leftarrow X + \\mathrm{FFN}(\\mathrm{LN}_2(X))$"),
+                     (top - 1.15, "$\\mathrm{logits} = \\mathrm{LN}(X)\\, E^{\\top} + b$")]
+    else:
+        equations = [(first, "$X \\leftarrow \\mathrm{LN}_1(X + \\mathrm{MaskedMultiHead}(X))$"),
+                     (second, "$X \\leftarrow \\mathrm{LN}_2(X + \\mathrm{FFN}(X))$"),
+                     (top - 1.15, "$\\mathrm{logits} = X E^{\\top} + b$")]
+    for y, text in [(2.14, "$X^{(0)} = E[x] + P$")] + equations:
+        c.label(eq_x, y, text, fontsize=11, va="center")
+    if norm_first:
+        _legend(c, eq_x, top - 1.75, ["one LN after the stack: pre-norm never", "normalises the residual line itself"])
+    layout = "pre-norm" if norm_first else "post-norm"
+    _legend(c, eq_x, height - 0.25, [f"a block: notebook 12's {layout} encoder", "layer, called with the causal mask;",
+                                     "no encoder, no cross-attention"])
+    _fit(c, width, height, 0.55)
+    form, logits = (("pre-norm, as seqlab's GPT and GPT-2 build it: each sublayer reads LN(X) and adds its output "
+                     "back to X, X <- X + MaskedMultiHead(LN_1(X)) and X <- X + FFN(LN_2(X)), so the residual line "
+                     "from E[x] + P to the top is never normalised, and one final LN follows the stack", "LN(X)")
+                    if norm_first else
+                    ("post-norm: X <- LN_1(X + MaskedMultiHead(X)) and X <- LN_2(X + FFN(X)), with no final LN", "X"))
+    alt = ("Diagram of a GPT-style decoder-only language model, read from the bottom up. The characters x_1 to x_n "
+           "are looked up in a token embedding E and a learned position table P is added: X(0) = E[x] + P. A frame "
+           "marked N times holds one block: masked (causal) multi-head self-attention, then a feed-forward network "
+           f"with GELU, each in a residual connection with a layer norm, in the {form}. There is no encoder and no "
+           "cross-attention: a block is notebook 12's encoder layer called with the causal mask. At the top a linear "
+           f"read-out tied to the embedding (logits = {logits} E transposed + b) and a softmax give the next "
+           "character at every position at once.")
+    return Diagram(c.fig, alt)
+
+
+_KV_CACHE_STEPS = range(1, 9)
+
+
+def kv_cache(step: int = 4) -> Diagram:
+    """One generation step with a KV cache, for one head of one layer (notebook 13, section 4): token ``step`` is
+    the only one fed; its q, k and v are computed, k and v are appended to the cached K and V, and q attends over
+    all ``step`` rows. ``step`` is 1 to 8."""
+    if not isinstance(step, int) or isinstance(step, bool) or step not in _KV_CACHE_STEPS:
+        raise ValueError(f"step should be an int from 1 to 8, got {step!r}")
+    t, (xq, xk, xv), row_w, row_h = step, (1.6, 5.4, 8.6), 1.6, 0.36
+    c = _Canvas(12.0, 8.0, (6.6, 6.6))
+    # the tokens: only x_t goes in; the earlier ones were fed at earlier steps
+    for i in range(1, t + 1):
+        tx = xk - 0.55 * (t - i)
+        c.box(tx, 0.75, f"$x_{{{i}}}$", INPUT_FILL, lit=True if i == t else False, w=0.48, h=0.42, fontsize=9)
+    if t > 1:
+        earlier = f"tokens 1 to {t - 1}" if t > 2 else "token 1"
+        c.ax.text(xk - 0.55 * (t + 1) / 2, 0.25, f"{earlier}: not fed again", color=_TAG_INK, fontsize=9, ha="center",
+                  va="center")
+    _arrow(c, [(xk, 0.96), (xk, 1.35)], lit=True, head=False)
+    _arrow(c, [(xq, 1.35), (xv, 1.35)], lit=True, head=False)
+    for x, name, w_name in ((xq, "q", "W_Q"), (xk, "k", "W_K"), (xv, "v", "W_V")):
+        _arrow(c, [(x, 1.35), (x, 1.75)], lit=True)
+        c.box(x, 2.0, f"${name}_{{{t}}} = x_{{{t}}} {w_name}$", GATE_FILL, lit=True, w=2.1, h=0.5, fontsize=10)
+    # the caches: rows 1 .. t-1 kept from earlier steps (grey), row t appended now (lit)
+    bottom = 3.0
+    for x, name in ((xk, "k"), (xv, "v")):
+        for i in range(1, t + 1):
+            y = bottom + row_h * (t - i) + row_h / 2
+            new = i == t
+            c.box(x, y, f"${name}_{{{i}}}$", GATE_FILL if new else STATE_FILL, lit=True if new else None,
+                  w=row_w, h=row_h - 0.04, fontsize=9)
+        _arrow(c, [(x, 2.25), (x, bottom - 0.02)], lit=True)
+        c.label(x + 0.1, 2.55, "append", lit=True, fontsize=9, va="center")
+    stack_top = bottom + row_h * t
+    for x, name in ((xk, "K"), (xv, "V")):
+        c.label(x + row_w / 2 + 0.15, bottom + row_h * t / 2, f"${name}$ cache\n$({t}, d_k)$", fontsize=10,
+                va="center")
+    # the new query against every cached row
+    att_y = max(stack_top, 4.6) + 0.75
+    c.box((xq + xv) / 2 + 0.3, att_y, f"$o_{{{t}}} = \\mathrm{{softmax}}(q_{{{t}}} K^\\top / \\sqrt{{d_k}})\\; V$"
+          f"   (1 query, {t} key{'s' if t > 1 else ''})", CANDIDATE_FILL, w=9.6, h=0.6, fontsize=11)
+    _arrow(c, [(xq, 2.25), (xq, att_y - 0.3)], lit=True)
+    for x in (xk, xv):
+        _arrow(c, [(x, stack_top), (x, att_y - 0.3)])
+    _arrow(c, [((xq + xv) / 2 + 0.3, att_y + 0.3), ((xq + xv) / 2 + 0.3, att_y + 0.75)])
+    c.label((xq + xv) / 2 + 0.3, att_y + 0.8, f"$o_{{{t}}}$: one row, to $W_O$ and the rest of the block",
+            ha="center", va="bottom", fontsize=10)
+    height = att_y + 1.3
+    _legend(c, xk + 0.6, 1.05, [f"red, bold: new at step {t}"] + ["grey: kept from earlier steps"] * (t > 1))
+    _fit(c, 12.0, height, 0.55)
+    fed = (f"Of the tokens x_1 to x_{t}, only the newest, x_{t}, is fed in; the earlier ones are faded: they are not "
+           f"fed again." if t > 1 else "The first token, x_1, is fed in; the cache is empty before it.")
+    kept = f"rows 1 to {t - 1} are kept from earlier steps" if t > 1 else "so far only the new row"
+    alt = (f"Diagram of generation step {t} with a KV cache, for one head of one layer, read from the bottom up. {fed} "
+           f"From x_{t} alone three small projections are computed: q_{t} = x_{t} W_Q, k_{t} = x_{t} W_K and "
+           f"v_{t} = x_{t} W_V. k_{t} and v_{t} are appended as the last row of two stacks, the K cache and the V "
+           f"cache, each {t} rows of d_k numbers ({kept}). The one query q_{t} then attends over all {t} cached "
+           f"rows: o_{t} = softmax(q_{t} K transposed / sqrt(d_k)) V, one output row that goes on to W_O and the rest "
+           f"of the block. What is new at this step (x_{t}, its q, k and v, the appended rows) is outlined in red "
+           f"and bold; what is read from the cache is grey.")
+    return Diagram(c.fig, alt)
