@@ -22,8 +22,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from seqlab.colours import HIGHLIGHT
 
-__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "gru_cell", "lstm_cell", "multihead_attention",
-           "unrolled_rnn"]
+__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "gpt_block", "gru_cell", "kv_cache", "lstm_cell",
+           "multihead_attention", "transformer", "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
 GATE_FILL, CANDIDATE_FILL, STATE_FILL, INPUT_FILL = "#fde0c5", "#dbe9f6", "#e8e8e8", "#d9f0d3"

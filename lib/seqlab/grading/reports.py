@@ -2,7 +2,7 @@
 
 All three read the records :func:`seqlab.grading.grader.grade_submission` returns. A failed case's hint is
 the checker's own words; a *diagnosed* hint (a mistake the checker recognised) gets an id, the first eight hex
-digits of its SHA-1, so the gradebook can name it in one cell and the class report can count it. A hidden
+digits of the SHA-1 of its text with the numbers left out (a case's sizes do not make another mistake), so the gradebook can name it in one cell and the class report can count it. A hidden
 case's feedback gives the hint, never its inputs or expected value.
 """
 
@@ -12,6 +12,7 @@ import csv
 import hashlib
 import html
 import io
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +28,8 @@ def safe_cell(value: object) -> str:
 
 
 def diagnosis_id(hint: str) -> str:
-    return hashlib.sha1(hint.encode("utf-8")).hexdigest()[:8]
+    """The mistake a hint names, whatever the case's sizes: digits do not count ("rows 0:4" = "rows 0:3")."""
+    return hashlib.sha1(re.sub(r"\d+", "#", hint).encode("utf-8")).hexdigest()[:8]
 
 
 def read_roster(path: Path | None) -> dict[str, dict[str, str]]:
@@ -145,7 +147,7 @@ def class_report(records: list[dict], exercises: list[str]) -> str:
         for e in results:
             for case in e["cases"]:
                 if case.get("diagnosed") and case.get("hint"):
-                    hints[diagnosis_id(case["hint"])] = case["hint"]
+                    hints.setdefault(diagnosis_id(case["hint"]), case["hint"])
             for did in {diagnosis_id(c["hint"]) for c in e["cases"] if c.get("diagnosed") and c.get("hint")}:
                 mistakes[did] += 1
         for did, count in mistakes.most_common():
