@@ -11,6 +11,7 @@
     python3 course.py release 04 --out DIR      # instructors: the student release (no solutions, no answers)
     python3 course.py grade SUBS --notebook 04  # instructors: grade submissions in a sandbox, write a gradebook
     python3 course.py selfcheck work/04-lstm.ipynb   # students: check a notebook the way the grader will
+    python3 course.py gradebook grades/ --canvas export.csv  # instructors: semester gradebook, LMS files
 
 ``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make site`` / ``make reset NB=NAME`` call
 the same verbs.
@@ -489,6 +490,11 @@ def cmd_selfcheck(args: list[str]) -> int:
     return subprocess.run([str(setup()), "-m", "seqlab.grading", "selfcheck", *args], cwd=ROOT).returncode
 
 
+def cmd_gradebook(args: list[str]) -> int:
+    """The semester's gradebook and LMS files: ``python3 course.py gradebook grades/ --canvas export.csv``."""
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "gradebook", *args], cwd=ROOT).returncode
+
+
 def cmd_site(args: list[str]) -> int:
     py = setup()
     if npm_packages() is None:
@@ -503,7 +509,7 @@ def cmd_setup(args: list[str]) -> int:
 
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
          "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook, "release": cmd_release,
-         "grade": cmd_grade, "selfcheck": cmd_selfcheck}
+         "grade": cmd_grade, "selfcheck": cmd_selfcheck, "gradebook": cmd_gradebook}
 
 
 def main(argv: list[str]) -> int:

@@ -21,7 +21,7 @@ import torch
 
 from grading_helpers import NOTEBOOKS, ROOT, as_bytes, perfect, release, student_release, with_answers
 from seqlab.exercises import check
-from seqlab.grading import cli, codec, grader, reports, sandbox
+from seqlab.grading import cli, codec, grader, reports, sandbox, semester
 from seqlab.grading.submissions import Submission, answer_plan, collect, parse_notebook
 
 FULL = os.environ.get("SEQLAB_GRADING_FULL") == "1"
@@ -237,3 +237,48 @@ def test_selfcheck_runs_the_graders_path_and_writes_the_file_to_hand_in(tmp_path
 def test_safe_cell_defuses_formulas():
     assert [reports.safe_cell(v) for v in ("=1+1", "+x", "-2", "@a", "plain", 3)] == ["'=1+1", "'+x", "'-2", "'@a",
                                                                                       "plain", "3"]
+
+
+# -- the semester: late policy, overrides, LMS files -----------------------------------------------------
+
+def _record(folder: Path, student: str, score: float, *, late: bool = False) -> None:
+    (folder / "records").mkdir(parents=True, exist_ok=True)
+    record = {"student": student, "score": score, "max_score": 4.0, "late": late, "isolation": "test",
+              "exercises": {"perplexity": {"score": score / 4, "points": 1.0, "message": "", "cases": [
+                  {"hidden": True, "what": None, "status": "failed", "hint": "exponentiate it."}]}}}
+    (folder / "records" / f"{student}.json").write_text(json.dumps(record))
+
+
+def test_the_semester_applies_the_late_policy_then_overrides_that_survive_a_regrade(tmp_path):
+    _record(tmp_path / "01-why-sequences", "ada", 4.0, late=True)
+    _record(tmp_path / "01-why-sequences", "bob", 1.0)
+    _record(tmp_path / "04-lstm", "ada", 3.0)
+    overrides = {("bob", "01-why-sequences"): (3.5, "regraded by hand")}
+    notebooks, maxima, rows = semester.semester_table(tmp_path, late_penalty=0.25, overrides=overrides)
+    by = {r.student: r for r in rows}
+    assert notebooks == ["01-why-sequences", "04-lstm"]
+    assert by["ada"].scores == {"01-why-sequences": 3.0, "04-lstm": 3.0}
+    assert by["bob"].scores == {"01-why-sequences": 3.5, "04-lstm": 0.0}
+    assert any("by hand (regraded by hand)" in n for n in by["bob"].notes)
+    _record(tmp_path / "01-why-sequences", "bob", 2.0)              # a regrade rewrites the record...
+    _, _, rows = semester.semester_table(tmp_path, late_penalty=0.25, overrides=overrides)
+    assert {r.student: r for r in rows}["bob"].scores["01-why-sequences"] == 3.5   # ...not the decision
+    with pytest.raises(ValueError, match="no grades"):
+        semester.semester_table(tmp_path, overrides={("bob", "99-none"): (1.0, "")})
+
+
+def test_canvas_moodle_and_gradescope_files(tmp_path):
+    _record(tmp_path / "04-lstm", "ada", 3.0)
+    _record(tmp_path / "04-lstm", "bob", 1.0)
+    notebooks, maxima, rows = semester.semester_table(tmp_path)
+    export = tmp_path / "canvas.csv"
+    export.write_text('Student,ID,SIS User ID,SIS Login ID,Section,04-lstm (5501)\n    Points Possible,,,,,4\n'
+                      '"Lovelace, Ada",101,S1,ada1,A,\n"Ghost, G",199,S9,g9,A,\n')
+    roster = {"ada": {"sis_id": "S1"}, "bob": {"login": "nobody", "email": "=bob@example.org"}}
+    table, unmatched = semester.canvas_import(export, notebooks, maxima, rows, roster)
+    assert table[0][5] == "04-lstm (5501)" and table[1][5] == "4" and table[2][5] == "3"
+    assert any(m.startswith("bob:") for m in unmatched) and any("Ghost" in m for m in unmatched)
+    moodle, missed = semester.moodle_import(notebooks, rows, roster)
+    assert moodle == [["Email address", "04-lstm"], ["'=bob@example.org", "1"]] and missed == ["ada: no email in the roster"]
+    result = semester.gradescope_results(json.loads((tmp_path / "04-lstm" / "records" / "bob.json").read_text()))
+    assert result["score"] == 1.0 and result["tests"][0]["output"].startswith("a hidden check: failed")

@@ -4,10 +4,17 @@
           [--jobs 2] [--pattern plain|canvas|moodle|REGEX] [--student ID] [--predictions completion|accuracy]
           [--time-limit SECONDS] [--memory GB]
     selfcheck NOTEBOOK [--out DIR]
+    gradebook [GRADES] [--roster CSV] [--late-penalty F] [--overrides CSV] [--canvas EXPORT] [--moodle]
+              [--gradescope] [--out DIR]
 
 ``grade`` writes into ``OUT/NN-topic/``: ``records/<student>.json`` (one per student, written as soon as that
 student is graded, so a killed run resumes where it stopped; ``--student ID`` regrades one), then
 ``gradebook.csv``, ``feedback/<student>.md`` and ``.html``, and ``class-report.md``.
+
+``gradebook`` combines every notebook graded under ``GRADES`` into ``semester.csv`` (late policy, then the
+overrides, which live in their own file so a regrade never erases them), and writes the files an LMS imports:
+``canvas-import.csv`` (your own Canvas gradebook export, filled in), ``moodle-import.csv``, and Gradescope's
+``results.json`` per student.
 
 ``selfcheck`` runs exactly the grader's path on the public cases of one notebook (the student's own notebook,
 in the same sandbox) and copies the notebook to hand in into ``OUT`` (default ``submit/``).
@@ -26,7 +33,7 @@ import sys
 import threading
 from pathlib import Path
 
-from seqlab.grading import grader, reports, sandbox
+from seqlab.grading import grader, reports, sandbox, semester
 from seqlab.grading.submissions import CHECK_CALL, Submission, collect, parse_notebook
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
@@ -181,6 +188,41 @@ def selfcheck_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def gradebook_command(args: argparse.Namespace) -> int:
+    grades, out = Path(args.grades), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    roster = reports.read_roster(Path(args.roster) if args.roster else None)
+    notebooks, maxima, rows = semester.semester_table(
+        grades, late_penalty=args.late_penalty, roster=roster,
+        overrides=semester.read_overrides(Path(args.overrides) if args.overrides else None))
+    if not notebooks:
+        raise SystemExit(f"gradebook: no graded notebooks in {grades} (run `course.py grade` first)")
+    reports.write_gradebook(out / "semester.csv", semester.semester_csv_rows(notebooks, maxima, rows))
+    written, unmatched = ["semester.csv"], []
+    if args.canvas:
+        table, missed = semester.canvas_import(Path(args.canvas), notebooks, maxima, rows, roster)
+        reports.write_gradebook(out / "canvas-import.csv", table)
+        written.append("canvas-import.csv")
+        unmatched += [f"Canvas: {m}" for m in missed]
+    if args.moodle:
+        table, missed = semester.moodle_import(notebooks, rows, roster)
+        reports.write_gradebook(out / "moodle-import.csv", table)
+        written.append("moodle-import.csv")
+        unmatched += [f"Moodle: {m}" for m in missed]
+    if args.gradescope:
+        for folder in (grades / n for n in notebooks):
+            for record_path in sorted((folder / "records").glob("*.json")):
+                record = json.loads(record_path.read_text(encoding="utf-8"))
+                target = out / "gradescope" / folder.name / _safe_name(record["student"]) / "results.json"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(json.dumps(semester.gradescope_results(record), indent=1), encoding="utf-8")
+        written.append("gradescope/")
+    print(f"gradebook: {len(rows)} students, {len(notebooks)} notebooks; wrote {', '.join(written)} in {out}")
+    for line in unmatched:
+        print(f"  unmatched: {line}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -203,6 +245,17 @@ def main(argv: list[str] | None = None) -> int:
     selfcheck.add_argument("--out", default="submit")
     selfcheck.add_argument("--time-limit", type=float, default=60.0)
     selfcheck.set_defaults(run=selfcheck_command)
+    book = commands.add_parser("gradebook", help="the semester's gradebook, and files for Canvas, Moodle, Gradescope")
+    book.add_argument("grades", nargs="?", default="grades", help="what `grade` wrote (default: grades/)")
+    book.add_argument("--out", default="grades/semester")
+    book.add_argument("--roster", help="CSV: student, student_id, email, sis_id, login, canvas_id, ...")
+    book.add_argument("--late-penalty", type=float, default=0.0,
+                      help="fraction taken off a submission the LMS marked late (e.g. 0.1)")
+    book.add_argument("--overrides", help="CSV student,notebook,score,reason: kept apart, survives regrading")
+    book.add_argument("--canvas", help="your Canvas gradebook export (CSV) to fill in for import")
+    book.add_argument("--moodle", action="store_true", help="write Moodle's grade-import CSV (by email)")
+    book.add_argument("--gradescope", action="store_true", help="write results.json per student")
+    book.set_defaults(run=gradebook_command)
     args = parser.parse_args(argv)
     if getattr(args, "jobs", 1) < 1:
         parser.error("--jobs must be at least 1")
