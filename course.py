@@ -12,6 +12,7 @@
     python3 course.py grade SUBS --notebook 04  # instructors: grade submissions in a sandbox, write a gradebook
     python3 course.py selfcheck work/04-lstm.ipynb   # students: check a notebook the way the grader will
     python3 course.py gradebook grades/ --canvas export.csv  # instructors: semester gradebook, LMS files
+    python3 course.py schedule --start 2027-01-11 --weeks 14  # instructors: plan, calendar, notes
 
 ``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make site`` / ``make reset NB=NAME`` call
 the same verbs.
@@ -495,6 +496,11 @@ def cmd_gradebook(args: list[str]) -> int:
     return subprocess.run([str(setup()), "-m", "seqlab.grading", "gradebook", *args], cwd=ROOT).returncode
 
 
+def cmd_schedule(args: list[str]) -> int:
+    """A semester plan and instructor notes: ``python3 course.py schedule --start 2027-01-11 --weeks 14``."""
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "schedule", *args], cwd=ROOT).returncode
+
+
 def cmd_site(args: list[str]) -> int:
     py = setup()
     if npm_packages() is None:
@@ -509,7 +515,8 @@ def cmd_setup(args: list[str]) -> int:
 
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
          "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook, "release": cmd_release,
-         "grade": cmd_grade, "selfcheck": cmd_selfcheck, "gradebook": cmd_gradebook}
+         "grade": cmd_grade, "selfcheck": cmd_selfcheck, "gradebook": cmd_gradebook,
+         "schedule": cmd_schedule}
 
 
 def main(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ import inspect
 import io
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import torch
 
 from grading_helpers import NOTEBOOKS, ROOT, as_bytes, perfect, release, student_release, with_answers
 from seqlab.exercises import check
-from seqlab.grading import cli, codec, grader, reports, sandbox, semester
+from seqlab.grading import cli, codec, grader, plan, reports, sandbox, semester
 from seqlab.grading.submissions import Submission, answer_plan, collect, parse_notebook
 
 FULL = os.environ.get("SEQLAB_GRADING_FULL") == "1"
@@ -282,3 +283,33 @@ def test_canvas_moodle_and_gradescope_files(tmp_path):
     assert moodle == [["Email address", "04-lstm"], ["'=bob@example.org", "1"]] and missed == ["ada: no email in the roster"]
     result = semester.gradescope_results(json.loads((tmp_path / "04-lstm" / "records" / "bob.json").read_text()))
     assert result["score"] == 1.0 and result["tests"][0]["output"].startswith("a hidden check: failed")
+
+
+# -- the semester plan and instructor notes ----------------------------------------------------------
+
+def test_the_schedule_skips_a_week_moves_due_dates_past_it_and_makes_a_valid_calendar():
+    from datetime import date
+    sessions = plan.schedule(NOTEBOOKS, date(2027, 1, 11), 14, skip=[date(2027, 3, 17)])
+    assert [s.notebook for s in sessions] == [p.stem for p in NOTEBOOKS]
+    lectures = {s.lecture for s in sessions}
+    assert date(2027, 3, 15) not in lectures, "the skipped week has no lecture"
+    assert all(s.due > s.lecture and s.due != date(2027, 3, 15) for s in sessions)
+    assert max(lectures) <= date(2027, 1, 11) + (14 - 1) * (date(2027, 1, 18) - date(2027, 1, 11))
+    ics = plan.schedule_ics(sessions)
+    assert ics == plan.schedule_ics(sessions), "the same plan gives the same bytes"
+    lines = ics.split("\r\n")
+    assert lines[0] == "BEGIN:VCALENDAR" and lines[-2] == "END:VCALENDAR" and lines[-1] == ""
+    assert all(len(line.encode()) <= 75 for line in lines)
+    assert ics.count("BEGIN:VEVENT") == ics.count("END:VEVENT") == 2 * len(sessions)
+    uids = [line for line in lines if line.startswith("UID:")]
+    assert len(uids) == len(set(uids))
+    with pytest.raises(ValueError, match="every week is skipped"):
+        plan.schedule(NOTEBOOKS, date(2027, 1, 11), 1, skip=[date(2027, 1, 12)])
+
+
+def test_instructor_notes_give_demos_polls_and_each_checkers_mistakes():
+    notes = plan.instructor_notes(ROOT / "notebooks" / "04-lstm.ipynb", plan.run_times(ROOT / "README.md").get("04-lstm"))
+    assert "**You need:**" in notes and "GateExplorer" in notes
+    assert "`predict_rnn_horizon`" in notes and "T = 10" in notes
+    assert "you returned (c_t, h_t)" in notes, "a mistake lstm_cell's checker diagnoses"
+    assert re.search(r"runs in \d+ s", notes)

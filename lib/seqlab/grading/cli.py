@@ -4,6 +4,7 @@
           [--jobs 2] [--pattern plain|canvas|moodle|REGEX] [--student ID] [--predictions completion|accuracy]
           [--time-limit SECONDS] [--memory GB]
     selfcheck NOTEBOOK [--out DIR]
+    schedule --start YYYY-MM-DD --weeks N [--skip YYYY-MM-DD ...] [--out DIR]
     gradebook [GRADES] [--roster CSV] [--late-penalty F] [--overrides CSV] [--canvas EXPORT] [--moodle]
               [--gradescope] [--out DIR]
 
@@ -15,6 +16,9 @@ student is graded, so a killed run resumes where it stopped; ``--student ID`` re
 overrides, which live in their own file so a regrade never erases them), and writes the files an LMS imports:
 ``canvas-import.csv`` (your own Canvas gradebook export, filled in), ``moodle-import.csv``, and Gradescope's
 ``results.json`` per student.
+
+``schedule`` writes a week-by-week plan (``schedule.md``, ``.csv``, ``.ics``) and ``notes/NN-topic.md`` per
+notebook: goals, live demos, prediction polls, each checker's catalogue of mistakes, run times.
 
 ``selfcheck`` runs exactly the grader's path on the public cases of one notebook (the student's own notebook,
 in the same sandbox) and copies the notebook to hand in into ``OUT`` (default ``submit/``).
@@ -31,9 +35,10 @@ import re
 import shutil
 import sys
 import threading
+from datetime import date
 from pathlib import Path
 
-from seqlab.grading import grader, reports, sandbox, semester
+from seqlab.grading import grader, plan, reports, sandbox, semester
 from seqlab.grading.submissions import CHECK_CALL, Submission, collect, parse_notebook
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
@@ -223,6 +228,26 @@ def gradebook_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def schedule_command(args: argparse.Namespace) -> int:
+    start = date.fromisoformat(args.start)
+    skip = [date.fromisoformat(d) for d in args.skip]
+    notebooks = sorted((CHECKOUT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    sessions = plan.schedule(notebooks, start, args.weeks, skip)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "schedule.md").write_text(plan.schedule_markdown(sessions), encoding="utf-8")
+    (out / "schedule.csv").write_text(plan.schedule_csv(sessions), encoding="utf-8")
+    (out / "schedule.ics").write_bytes(plan.schedule_ics(sessions).encode("utf-8"))
+    times = plan.run_times(CHECKOUT / "README.md")
+    (out / "notes").mkdir(exist_ok=True)
+    for path in notebooks:
+        (out / "notes" / f"{path.stem}.md").write_text(plan.instructor_notes(path, times.get(path.stem)),
+                                                       encoding="utf-8")
+    print(f"schedule: {len(sessions)} sessions over {args.weeks} weeks from {start}; wrote schedule.md, "
+          f"schedule.csv, schedule.ics and notes/ in {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -256,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     book.add_argument("--moodle", action="store_true", help="write Moodle's grade-import CSV (by email)")
     book.add_argument("--gradescope", action="store_true", help="write results.json per student")
     book.set_defaults(run=gradebook_command)
+    when = commands.add_parser("schedule", help="a week-by-week plan (.md, .csv, .ics) and instructor notes")
+    when.add_argument("--start", required=True, help="the first lecture, YYYY-MM-DD")
+    when.add_argument("--weeks", type=int, required=True, help="weeks in the term, skipped ones included")
+    when.add_argument("--skip", nargs="*", default=[], help="dates whose week has no lecture (YYYY-MM-DD ...)")
+    when.add_argument("--out", default="plan")
+    when.set_defaults(run=schedule_command)
     args = parser.parse_args(argv)
     if getattr(args, "jobs", 1) < 1:
         parser.error("--jobs must be at least 1")

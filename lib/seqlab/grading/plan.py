@@ -1,0 +1,215 @@
+"""A semester plan and per-notebook instructor notes, read off the course itself.
+
+:func:`schedule` spreads the notebooks over the teaching weeks (weeks holding a ``--skip`` date are left out)
+and gives each a lecture date and a due date a week later; :func:`schedule_markdown`, :func:`schedule_csv`
+and :func:`schedule_ics` write it (the ``.ics`` imports into any calendar; the same arguments give the same
+bytes). :func:`instructor_notes` writes, for one notebook, what an instructor prepares: what students need
+first, the sections, the live widgets to move in class, the "predict, then measure" questions to poll the
+room with before running them, each exercise's catalogue of the mistakes its checker diagnoses (its own
+words, read from the checker's source), and the run time on a 2-core laptop.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import inspect
+import io
+import json
+import re
+import textwrap
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from seqlab.exercises import EXERCISES
+
+
+@dataclass(frozen=True)
+class Session:
+    week: int            # 1-based teaching week
+    lecture: date
+    due: date
+    notebook: str        # stem, e.g. 04-lstm
+    title: str
+
+
+def notebook_title(path: Path) -> str:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    first = "".join(nb["cells"][0]["source"]).splitlines()[0]
+    return re.sub(r"^#+\s*(\d+\s*·\s*)?", "", first).strip()
+
+
+def schedule(notebooks: list[Path], start: date, weeks: int, skip: list[date] | None = None) -> list[Session]:
+    """One session per notebook, in order, over the weeks from ``start`` that hold no ``skip`` date; as many
+    notebooks a week as it takes to fit (the early weeks take the extra ones). Due a week after the lecture,
+    moved on past skipped weeks."""
+    if weeks < 1:
+        raise ValueError(f"--weeks must be at least 1, got {weeks}")
+    skipped = {(d - start).days // 7 for d in skip or [] if d >= start}
+    teaching = [w for w in range(weeks) if w not in skipped]
+    if not teaching:
+        raise ValueError("every week is skipped")
+    per_week, extra = divmod(len(notebooks), len(teaching))
+    sessions, at = [], 0
+    for n, week in enumerate(teaching):
+        take = per_week + (n < extra)
+        for path in notebooks[at: at + take]:
+            lecture = start + timedelta(weeks=week)
+            due_week = week + 1
+            while due_week in skipped:
+                due_week += 1
+            sessions.append(Session(n + 1, lecture, start + timedelta(weeks=due_week), path.stem, notebook_title(path)))
+        at += take
+    return sessions
+
+
+def schedule_markdown(sessions: list[Session]) -> str:
+    lines = ["# Semester plan", "", "| week | lecture | notebook | due |", "|---|---|---|---|"]
+    lines += [f"| {s.week} | {s.lecture:%a %d %b %Y} | `{s.notebook}`: {s.title} | {s.due:%a %d %b %Y} |" for s in sessions]
+    return "\n".join(lines) + "\n"
+
+
+def schedule_csv(sessions: list[Session]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["week", "lecture", "notebook", "title", "due"])
+    writer.writerows([s.week, s.lecture.isoformat(), s.notebook, s.title, s.due.isoformat()] for s in sessions)
+    return buffer.getvalue()
+
+
+def _ics_text(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,").replace("\n", "\\n")
+
+
+def _fold(line: str) -> list[str]:
+    """RFC 5545 folds lines longer than 75 octets: continuation lines start with a space."""
+    out, raw = [], line.encode("utf-8")
+    while len(raw) > 75:
+        cut = 75 if not out else 74
+        while (raw[cut] & 0xC0) == 0x80:        # never split a UTF-8 character
+            cut -= 1
+        out.append(raw[:cut].decode("utf-8"))
+        raw = raw[cut:]
+    out.append(raw.decode("utf-8"))
+    return [out[0]] + [" " + part for part in out[1:]]
+
+
+def schedule_ics(sessions: list[Session], course: str = "seqlab") -> str:
+    """An iCalendar file: an all-day event per lecture and per due date, with stable UIDs and stamps."""
+    stamp = f"{min(s.lecture for s in sessions):%Y%m%d}T000000Z" if sessions else "19700101T000000Z"
+    lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//seqlab//course schedule//EN", "CALSCALE:GREGORIAN"]
+    for s in sessions:
+        for kind, day, summary in (("lecture", s.lecture, f"{course}: {s.notebook} ({s.title})"),
+                                   ("due", s.due, f"{course}: {s.notebook} due")):
+            uid = hashlib.sha1(f"{course}/{s.notebook}/{kind}".encode()).hexdigest()[:16]
+            lines += ["BEGIN:VEVENT", f"UID:{uid}@seqlab", f"DTSTAMP:{stamp}",
+                      f"DTSTART;VALUE=DATE:{day:%Y%m%d}", f"DTEND;VALUE=DATE:{day + timedelta(days=1):%Y%m%d}",
+                      f"SUMMARY:{_ics_text(summary)}", "END:VEVENT"]
+    lines.append("END:VCALENDAR")
+    return "\r\n".join(part for line in lines for part in _fold(line)) + "\r\n"
+
+
+# -- instructor notes -------------------------------------------------------------------------------------
+
+def mistakes_diagnosed(name: str) -> list[str]:
+    """What the checker of ``name`` says about each mistake it recognises, read from its ``diagnose``'s
+    returned strings (an f-string's fields shown as …), then the cases' own hints and the fallback hint."""
+    ex = EXERCISES[name]
+    found: list[str] = []
+    functions = [ex.diagnose] if ex.diagnose is not None else []
+    seen = set()
+    while functions:                      # diagnose, and the module's helpers it calls (one level down)
+        function = functions.pop(0)
+        if function in seen:
+            continue
+        seen.add(function)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Return) and node.value is not None:
+                text = _literal_text(node.value)
+                if text and text not in found:
+                    found.append(text)
+            elif (function is ex.diagnose and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                helper = getattr(function, "__globals__", {}).get(node.func.id)
+                if inspect.isfunction(helper) and helper.__module__ == function.__module__:
+                    functions.append(helper)
+    for hint in [c.hint for c in ex.cases if c.hint] + [ex.hint]:
+        if hint not in found:
+            found.append(hint)
+    return found
+
+
+def _literal_text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def run_times(readme: Path) -> dict[str, str]:
+    """Each notebook's run time on the 2-core machine, from the README's table (``| `04-lstm` | … | 49 s |``)."""
+    times = {}
+    for line in readme.read_text(encoding="utf-8").splitlines() if readme.exists() else []:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) >= 3 and re.fullmatch(r"`\d\d-[\w-]+`", cells[0]):
+            times[cells[0].strip("`")] = cells[2]
+    return times
+
+
+def instructor_notes(path: Path, run_time: str | None = None) -> str:
+    """The notes for one notebook (see the module docstring), as Markdown."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = nb["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    lines = [f"# Instructor notes: {path.stem}", "", f"**{notebook_title(path)}**"
+             + (f" — runs in {run_time} on a 2-core laptop." if run_time else ""), ""]
+    need = next((s for s in sources if s.startswith("**You need:**")), None)
+    if need:
+        lines += [need, ""]
+    sections = [s.splitlines()[0].lstrip("# ").strip() for c, s in zip(cells, sources)
+                if c["cell_type"] == "markdown" and s.startswith("## ")]
+    if sections:
+        lines += ["## Sections", "", *[f"- {s}" for s in sections], ""]
+    widget_names = set(re.findall(r"from seqlab\.widgets import ([\w, ]+)", "\n".join(sources)))
+    widgets = {w.strip() for group in widget_names for w in group.split(",") if w.strip()[:1].isupper()}
+    demos = [(i, s) for i, (c, s) in enumerate(zip(cells, sources)) if c["cell_type"] == "code"
+             and any(re.search(rf"\b{w}\(", s) for w in widgets)]
+    if demos:
+        lines += ["## Live demos (move these in class)", ""]
+        for i, source in demos:
+            heading = next((sources[j].splitlines()[0].lstrip("# ") for j in range(i, -1, -1)
+                            if cells[j]["cell_type"] == "markdown" and sources[j].startswith("#")), "")
+            used = sorted(w for w in widgets if re.search(rf"\b{w}\(", source))
+            lines.append(f"- cell {i} ({heading}): {', '.join(used)}")
+        lines.append("")
+    names = []
+    for c, s in zip(cells[:-1], sources[:-1]):
+        if c["cell_type"] == "code":
+            names += [n for n in re.findall(r'\bcheck\(\s*"(\w+)"', s) if n not in names]
+    polls = [n for n in names if EXERCISES[n].is_prediction]
+    if polls:
+        lines += ["## Prediction polls (ask the room before running the measurement)", ""]
+        for name in polls:
+            at = next(i for i, s in enumerate(sources) if f'check("{name}"' in s)
+            question = next((sources[j] for j in range(at - 1, -1, -1)     # the question, not the measurement's
+                             if cells[j]["cell_type"] == "markdown" and "?" in sources[j]),
+                            next((sources[j] for j in range(at - 1, -1, -1) if cells[j]["cell_type"] == "markdown"), ""))
+            first = re.sub(r"\s+", " ", re.sub(r"^#+ .*\n", "", question)).strip()
+            lines.append(f"- `{name}` ({EXERCISES[name].signature}): {first[:400]}")
+        lines.append("")
+    exercises = [n for n in names if not EXERCISES[n].is_prediction]
+    if exercises:
+        lines += ["## Exercises and the mistakes their checkers diagnose", ""]
+        for name in exercises:
+            lines += [f"### {name}", "", f"`{EXERCISES[name].signature}`", ""]
+            lines += [f"- {m}" for m in mistakes_diagnosed(name)] + [""]
+    return "\n".join(lines).rstrip() + "\n"
