@@ -1,6 +1,7 @@
 """Build the course's offline HTML edition: every executed notebook, in order, as static pages.
 
     python scripts/build_site.py [--out build/site]        # what `make site` runs (after the set-up)
+    python scripts/build_site.py --release DIR --out DIR   # the edition of a student release: no solutions
 
 The notebooks are shown as committed (nothing is re-run), with navigation and a table of contents
 (Sphinx, myst-nb and the book theme; configuration in site/conf.py). The result is a folder of
@@ -104,7 +105,7 @@ PyTorch's own, and every notebook ends with a cell of assertions that states its
 
 This is the read-only edition: each notebook as it was last executed, with its outputs and figures.
 To run the code, move the sliders and do the exercises, get the course and open it in JupyterLab
-(`make lab`; see the README). Solutions stay folded until you open them.
+(`make lab`; see the README). {solutions}
 
 ```{{toctree}}
 :maxdepth: 1
@@ -115,14 +116,21 @@ To run the code, move the sliders and do the exercises, get the course and open 
 """
 
 
-def stage(staging: Path) -> tuple[int, int]:
-    """Write the Sphinx source folder: conf, static files, MathJax, the index, the notebooks."""
+SOLUTIONS_FOLDED = "Solutions stay folded until you open them."
+SOLUTIONS_LATER = "This edition is a student release: the solutions are posted after each deadline."
+
+
+def stage(staging: Path, source: Path = ROOT / "notebooks", *, release: bool = False) -> tuple[int, int]:
+    """Write the Sphinx source folder: conf, static files, MathJax, the index, the notebooks of ``source``
+    (the course's, or a student release's from ``course.py release``: then the index says so)."""
     if staging.exists():
         shutil.rmtree(staging)
     shutil.copytree(SITE, staging, ignore=shutil.ignore_patterns("package*.json", "__pycache__"))
     shutil.copytree(npm_package("mathjax") / "es5", staging / "_static" / "mathjax")
     (staging / "notebooks").mkdir()
-    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    paths = sorted(source.glob("[0-9][0-9]-*.ipynb"))
+    if not paths:
+        raise SystemExit(f"[site] no notebooks NN-*.ipynb in {source}")
     widgets = 0
     for path in paths:
         nb = nbformat.read(path, as_version=4)
@@ -131,14 +139,15 @@ def stage(staging: Path) -> tuple[int, int]:
         fold_reveals(nb)
         nbformat.write(nb, staging / "notebooks" / path.name)
     entries = "\n".join(f"notebooks/{path.stem}" for path in paths)
-    (staging / "index.md").write_text(INDEX.format(count=len(paths), entries=entries))
+    (staging / "index.md").write_text(INDEX.format(count=len(paths), entries=entries,
+                                                   solutions=SOLUTIONS_LATER if release else SOLUTIONS_FOLDED))
     return len(paths), widgets
 
 
-def build(out: Path) -> Path:
+def build(out: Path, release: Path | None = None) -> Path:
     started = time.perf_counter()
     staging = ROOT / "build" / "site-src"
-    count, widgets = stage(staging)
+    count, widgets = stage(staging, release or ROOT / "notebooks", release=release is not None)
     if out.exists():
         shutil.rmtree(out)
     subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "1", str(staging), str(out)],
@@ -157,8 +166,9 @@ def build(out: Path) -> Path:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "site")
+    parser.add_argument("--release", type=Path, help="build from a student release (course.py release --out DIR)")
     args = parser.parse_args(argv)
-    build(args.out.resolve())
+    build(args.out.resolve(), args.release.resolve() if args.release else None)
     return 0
 
 

@@ -313,3 +313,20 @@ def test_instructor_notes_give_demos_polls_and_each_checkers_mistakes():
     assert "`predict_rnn_horizon`" in notes and "T = 10" in notes
     assert "you returned (c_t, h_t)" in notes, "a mistake lstm_cell's checker diagnoses"
     assert re.search(r"runs in \d+ s", notes)
+
+
+def test_predictions_can_be_graded_for_accuracy_against_the_instructors_measurement(tmp_path):
+    (tmp_path / "measurements.json").write_text(json.dumps({"predict_reversal_24": [0.1, 0.9]}))
+    key = grader.build_key("08-attention", {"predict_reversal_24": 1.0}, instructor=tmp_path, predictions="accuracy")
+    assert not grader.graded_for_completion(key, "predict_reversal_24")
+    nb = student_release("08-attention")
+    defining = next(c for c in nb["cells"] if "".join(c["source"]).startswith("my_prediction = None"))
+    outcomes = {}
+    for guess in ("(0.1, 0.9)", "(0.9, 0.1)", "None"):
+        defining["source"] = f"my_prediction = {guess}\n"
+        outcomes[guess] = grader.grade_exercise(key, "predict_reversal_24", nb, limits=sandbox.Limits())
+    assert outcomes["(0.1, 0.9)"].status == "passed"
+    assert outcomes["(0.9, 0.1)"].status == "failed" and outcomes["(0.9, 0.1)"].cases[0]["hint"]
+    assert outcomes["None"].status == "not written" and outcomes["None"].score == 0
+    without = grader.build_key("08-attention", {"predict_reversal_24": 1.0}, predictions="accuracy")
+    assert grader.graded_for_completion(without, "predict_reversal_24"), "no measurement: completion only"

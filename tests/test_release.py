@@ -68,3 +68,15 @@ def test_the_command_line_refuses_to_write_over_the_course(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "release.py"), "02", "--out", str(tmp_path)],
                          capture_output=True, text=True)
     assert run.returncode == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["02-rnn.ipynb", "manifest.json"]
+
+
+def test_the_html_edition_can_be_staged_from_a_release_without_any_solution(released, tmp_path, monkeypatch):
+    import build_site
+    mathjax = tmp_path / "mathjax"
+    (mathjax / "es5").mkdir(parents=True)                 # the build copies MathJax; its content does not matter here
+    monkeypatch.setattr(build_site, "npm_package", lambda name: mathjax)
+    count, _ = build_site.stage(tmp_path / "src", released / "student", release=True)
+    assert count == len(NOTEBOOKS)
+    staged = "".join(p.read_text() for p in (tmp_path / "src" / "notebooks").glob("*.ipynb"))
+    assert "<summary>Solution" not in staged and release.POSTED_LATER in staged
+    assert build_site.SOLUTIONS_LATER in (tmp_path / "src" / "index.md").read_text()
