@@ -330,3 +330,14 @@ def test_predictions_can_be_graded_for_accuracy_against_the_instructors_measurem
     assert outcomes["None"].status == "not written" and outcomes["None"].score == 0
     without = grader.build_key("08-attention", {"predict_reversal_24": 1.0}, predictions="accuracy")
     assert grader.graded_for_completion(without, "predict_reversal_24"), "no measurement: completion only"
+
+
+def test_a_helper_defined_in_another_cell_is_flagged_and_explained():
+    nb = with_answers("01-why-sequences", {"perplexity": 'def perplexity(probs):\n    return my_helper(probs)\n'
+                                                         'check("perplexity", perplexity)\n'})
+    nb["cells"].insert(3, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": "def my_helper(probs):\n    return 1.0\n"})
+    key = grader.build_key("01-why-sequences", {"perplexity": 1.0})
+    outcome = grader.grade_exercise(key, "perplexity", nb, limits=sandbox.Limits())
+    assert outcome.score == 0 and any("my_helper, defined outside its answer cell" in f for f in outcome.flags)
+    assert "define my_helper in the answer cell" in outcome.message

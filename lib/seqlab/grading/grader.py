@@ -266,7 +266,15 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
         result.flags.append("passes the public checks but fails hidden ones")
     if events["cell_errors"]:
         result.flags.append("its cell raised an error")
+    missing = sorted({d.split("'")[1] for d in [*(c.get("detail", "") for c in result.cases), *events["cell_errors"]]
+                      if d.startswith("NameError: name '") and d.count("'") >= 2})
+    if missing:                   # defined in a cell the grader does not run: a human may want to rescue it
+        result.flags.append(f"uses {', '.join(missing)}, defined outside its answer cell (not run by the grader)")
     result.message = _exercise_message(result, events, run)
+    if missing:
+        result.message = (result.message + " " if result.message else "") + (
+            f"The grader runs only this exercise's answer cell and the notebook's imports: define "
+            f"{', '.join(missing)} in the answer cell.")
     return result
 
 
