@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -322,10 +323,35 @@ def is_reveal(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and REVEAL_TAG in cell.get("metadata", {}).get("tags", [])
 
 
+RESULT_FOLD = ("<details>\n<summary>What the measurement shows (open it after you have written your prediction "
+               "and run the check)</summary>\n\n{text}\n\n</details>")
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell.get("source", ""))
+
+
 def without_reveals(nb: dict) -> dict:
-    """``nb`` (notebook JSON) with the outputs of its reveal cells removed, in place; returns it."""
-    for cell in filter(is_reveal, nb["cells"]):
+    """``nb`` (notebook JSON) with the outputs of its reveal cells removed, in place; returns it.
+
+    The prose that discusses a prediction's measurement (the markdown cell right after the revealed cells, unless
+    it opens a new section or is a solution fold) is folded too, so reading on does not give the answer away."""
+    cells = nb["cells"]
+    for cell in filter(is_reveal, cells):
         cell["outputs"], cell["execution_count"] = [], None
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") != "code" or not re.search(r'\bcheck\(\s*"predict_', _source(cell)):
+            continue
+        end = i + 1
+        while end < len(cells) and is_reveal(cells[end]):
+            end += 1
+        revealed = is_reveal(cell) or end > i + 1            # the check, or the cells after it, show the measurement
+        if not revealed or end >= len(cells) or cells[end].get("cell_type") != "markdown":
+            continue
+        text = _source(cells[end])
+        if re.match(r"#{1,2} ", text) or text.lstrip().startswith("<details>"):     # a new section, a solution
+            continue
+        cells[end]["source"] = RESULT_FOLD.format(text=text.strip())
     return nb
 
 

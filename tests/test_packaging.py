@@ -176,12 +176,28 @@ def test_every_committed_work_copy_keeps_all_but_the_reveal_outputs(tmp_path):
     for notebook in sorted(course.COURSE_NOTEBOOKS.glob("*.ipynb")):
         original = json.loads(notebook.read_text())["cells"]
         copied = json.loads((work / notebook.name).read_text())["cells"]
-        assert [c["source"] for c in copied] == [c["source"] for c in original]
+        assert len(copied) == len(original)
         for before, after in zip(original, copied):
             if course.is_reveal(before):
                 assert after["outputs"] == [], notebook.name
+            elif after["source"] != before["source"]:       # a prediction's result, folded
+                assert after == before | {"source": course.RESULT_FOLD.format(text="".join(before["source"]).strip())}
             else:
                 assert after == before, notebook.name
+
+
+def test_the_prose_that_gives_a_predictions_result_is_folded_in_work_copies_and_the_release(tmp_path):
+    """Reading on past a prediction must not give its answer: the markdown right after the measurement is
+    folded, in every notebook where a measurement follows the check (8 of the 17 predictions)."""
+    folded = {}
+    for notebook in sorted(course.COURSE_NOTEBOOKS.glob("*.ipynb")):
+        nb = course.without_reveals(json.loads(notebook.read_text()))
+        texts = ["".join(c["source"]) for c in nb["cells"]]
+        folded[notebook.name[:2]] = sum(t.startswith("<details>\n<summary>What the measurement shows") for t in texts)
+    assert sum(folded.values()) == 8 and folded["04"] == 1 and folded["14"] == 1, folded
+    lstm = course.without_reveals(json.loads((course.COURSE_NOTEBOOKS / "04-lstm.ipynb").read_text()))
+    result = next("".join(c["source"]) for c in lstm["cells"] if "What the measurement shows" in "".join(c["source"]))
+    assert "learns the task at $T = 10$" in result and result.rstrip().endswith("</details>")
 
 
 def test_work_copies_are_ignored_by_git_and_find_the_courses_data_from_anywhere(tmp_path):
