@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 import torch
-from _timing import time_interleaved  # a sibling script: the shared timing loop
+from seqlab.cost import time_interleaved  # the shared timing loop: interleaved, so load hits all alike
 
 from seqlab.cost import cuda_peak_bytes, loglog_slope, saved_bytes
 from seqlab.nn import GRU, MultiheadAttention

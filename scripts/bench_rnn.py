@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Callable
 
 import torch
-from _timing import time_interleaved  # a sibling script: the shared timing loop
+from seqlab.cost import time_interleaved  # the shared timing loop: interleaved, so load hits all alike
 
 from seqlab.nn import GRU, LSTM, RNN, cuda_graphed
 

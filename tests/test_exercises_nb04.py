@@ -8,7 +8,8 @@ import torch
 from exercise_helpers import failure_message
 
 from seqlab.exercises import check
-from seqlab.exercises.nb04_lstm import GATE_ORDER, HORIZON_LENGTHS, learned, measure_rnn_horizon
+from seqlab.exercises.nb04_lstm import GATE_ORDER, learned, measure_rnn_horizon
+from seqlab.experiments.rnn_horizon import HORIZON_LENGTHS
 
 
 # -- the LSTM cell ---------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import torch
 from exercise_helpers import failure_message
 
 from seqlab.exercises import check
-from seqlab.exercises.nb06_deep import TAGGER_CONFIGS, _reverse_within, measure_error_ratio, space_taggers
+from seqlab.exercises.nb06_deep import _reverse_within, measure_error_ratio
+from seqlab.experiments.word_boundaries import TAGGER_CONFIGS, space_taggers
 from seqlab.nn import GRU
 
 

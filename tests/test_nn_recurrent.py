@@ -636,7 +636,8 @@ def test_a_cell_that_declares_its_weights_gets_their_gradients_on_the_default_pa
 
 def test_lstm_backward_names_match_the_chain_rule():
     """d_i, d_f, d_g, d_o from lstm_step_backward equal autograd's gradients of the pre-activations."""
-    from seqlab.nn.lstm import lstm_backward_prepare, lstm_step, lstm_step_backward
+    from seqlab.nn.bptt import lstm_backward_prepare, lstm_step_backward
+    from seqlab.nn.lstm import lstm_step
 
     g = torch.Generator().manual_seed(0)
     B, H = 3, 5

@@ -24,8 +24,7 @@ import torch
 from torch import Tensor
 
 from seqlab.exercises._core import Case, Exercise, register
-# TAGGER_CONFIGS and space_taggers too: tests/test_exercises_nb06.py imports them from here
-from seqlab.experiments.word_boundaries import TAGGER_CONFIGS, measure_error_ratio, space_taggers  # noqa: F401
+from seqlab.experiments.word_boundaries import measure_error_ratio
 
 # --------------------------------------------------------------------------------------------
 # Exercise 1: one step of belief monitoring

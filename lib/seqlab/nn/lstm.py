@@ -36,8 +36,6 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
-# the hand-derived backward pass lives in seqlab.nn.bptt; imported here too, where tests read it
-from seqlab.nn.bptt import lstm_backward_prepare, lstm_step_backward  # noqa: F401
 from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
 from seqlab.nn.unroll import State
 
