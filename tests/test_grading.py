@@ -275,7 +275,7 @@ def test_canvas_moodle_and_gradescope_files(tmp_path):
     export = tmp_path / "canvas.csv"
     export.write_text('Student,ID,SIS User ID,SIS Login ID,Section,04-lstm (5501)\n    Points Possible,,,,,4\n'
                       '"Lovelace, Ada",101,S1,ada1,A,\n"Ghost, G",199,S9,g9,A,\n')
-    roster = {"ada": {"sis_id": "S1"}, "bob": {"login": "nobody", "email": "=bob@example.org"}}
+    roster = {"ada": {"email": "ada1"}, "bob": {"login": "nobody", "email": "=bob@example.org"}}   # ada: by login
     table, unmatched = semester.canvas_import(export, notebooks, maxima, rows, roster)
     assert table[0][5] == "04-lstm (5501)" and table[1][5] == "4" and table[2][5] == "3"
     assert any(m.startswith("bob:") for m in unmatched) and any("Ghost" in m for m in unmatched)
@@ -309,7 +309,7 @@ def test_the_schedule_skips_a_week_moves_due_dates_past_it_and_makes_a_valid_cal
 
 def test_instructor_notes_give_demos_polls_and_each_checkers_mistakes():
     notes = plan.instructor_notes(ROOT / "notebooks" / "04-lstm.ipynb", plan.run_times(ROOT / "README.md").get("04-lstm"))
-    assert "**You need:**" in notes and "GateExplorer" in notes
+    assert "## Goal" in notes and "**You need:**" in notes and "GateExplorer" in notes
     assert "`predict_rnn_horizon`" in notes and "T = 10" in notes
     assert "you returned (c_t, h_t)" in notes, "a mistake lstm_cell's checker diagnoses"
     assert re.search(r"runs in \d+ s", notes)

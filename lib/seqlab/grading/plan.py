@@ -3,8 +3,9 @@
 :func:`schedule` spreads the notebooks over the teaching weeks (weeks holding a ``--skip`` date are left out)
 and gives each a lecture date and a due date a week later; :func:`schedule_markdown`, :func:`schedule_csv`
 and :func:`schedule_ics` write it (the ``.ics`` imports into any calendar; the same arguments give the same
-bytes). :func:`instructor_notes` writes, for one notebook, what an instructor prepares: what students need
-first, the sections, the live widgets to move in class, the "predict, then measure" questions to poll the
+bytes). :func:`instructor_notes` writes, for one notebook, what an instructor prepares: its goal (the opening
+paragraph), what students need first, the sections, the live widgets to move in class (with the notebook's own
+words on what to move), the "predict, then measure" questions to poll the
 room with before running them, each exercise's catalogue of the mistakes its checker diagnoses (its own
 words, read from the checker's source), and the run time on a 2-core laptop.
 """
@@ -172,6 +173,9 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
     sources = ["".join(c["source"]) for c in cells]
     lines = [f"# Instructor notes: {path.stem}", "", f"**{notebook_title(path)}**"
              + (f" — runs in {run_time} on a 2-core laptop." if run_time else ""), ""]
+    opening = re.sub(r"^#[^\n]*\n+", "", sources[0]).strip().split("\n\n")[0]
+    if opening:
+        lines += ["## Goal", "", re.sub(r"\s+", " ", opening), ""]
     need = next((s for s in sources if s.startswith("**You need:**")), None)
     if need:
         lines += [need, ""]
@@ -189,7 +193,9 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
             heading = next((sources[j].splitlines()[0].lstrip("# ") for j in range(i, -1, -1)
                             if cells[j]["cell_type"] == "markdown" and sources[j].startswith("#")), "")
             used = sorted(w for w in widgets if re.search(rf"\b{w}\(", source))
-            lines.append(f"- cell {i} ({heading}): {', '.join(used)}")
+            before = next((sources[j] for j in range(i - 1, -1, -1) if cells[j]["cell_type"] == "markdown"), "")
+            what = re.sub(r"\s+", " ", re.sub(r"^#+ [^\n]*\n*", "", before)).strip()
+            lines.append(f"- cell {i} ({heading}): {', '.join(used)}. {what[:300]}")
         lines.append("")
     names = []
     for c, s in zip(cells[:-1], sources[:-1]):

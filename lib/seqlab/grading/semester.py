@@ -87,7 +87,9 @@ def semester_csv_rows(notebooks: list[str], maxima: dict[str, float], rows: list
                                                "; ".join(r.notes))] for r in rows]
 
 
-CANVAS_ID_COLUMNS = (("SIS User ID", "sis_id"), ("SIS Login ID", "login"), ("ID", "canvas_id"))
+# (the export's column, the roster's column); many schools use the email address as the SIS login
+CANVAS_ID_COLUMNS = (("SIS User ID", "sis_id"), ("SIS Login ID", "login"), ("SIS Login ID", "email"),
+                     ("ID", "canvas_id"))
 
 
 def canvas_import(export: Path, notebooks: list[str], maxima: dict[str, float], rows: list[SemesterRow],
@@ -96,7 +98,8 @@ def canvas_import(export: Path, notebooks: list[str], maxima: dict[str, float], 
 
     A notebook's column is the export's column whose name starts with the notebook's stem (``04-lstm (1234)``),
     else a new column named after it (Canvas then creates the assignment on import). Students are matched by
-    the roster's ``sis_id``, ``login`` or ``canvas_id`` against the export's SIS User ID, SIS Login ID or ID.
+    the roster's ``sis_id``, ``login`` (or ``email``) or ``canvas_id`` against the export's SIS User ID, SIS Login
+    ID or ID.
     Returns (rows to write, students and export rows that matched nothing).
     """
     with open(export, newline="", encoding="utf-8-sig") as handle:
@@ -124,7 +127,8 @@ def canvas_import(export: Path, notebooks: list[str], maxima: dict[str, float], 
         target = next((index[(c, person[k])] for c, k in CANVAS_ID_COLUMNS
                        if person.get(k) and (c, person[k]) in index), None)
         if target is None:
-            unmatched.append(f"{row.student}: not in the Canvas export (give sis_id, login or canvas_id in the roster)")
+            unmatched.append(f"{row.student}: not in the Canvas export (give sis_id, login, email or canvas_id "
+                             "in the roster)")
             continue
         matched.add(id(target))
         target.extend([""] * (width - len(target)))
