@@ -280,7 +280,9 @@ def test_canvas_moodle_and_gradescope_files(tmp_path):
     assert table[0][5] == "04-lstm (5501)" and table[1][5] == "4" and table[2][5] == "3"
     assert any(m.startswith("bob:") for m in unmatched) and any("Ghost" in m for m in unmatched)
     moodle, missed = semester.moodle_import(notebooks, rows, roster)
-    assert moodle == [["Email address", "04-lstm"], ["'=bob@example.org", "1"]] and missed == ["ada: no email in the roster"]
+    assert moodle == [["Email address", "04-lstm"], ["ada1", "3"], ["'=bob@example.org", "1"]] and not missed
+    assert semester.moodle_import(notebooks, rows, {"ada": {}})[1] == ["ada: no email in the roster",
+                                                                       "bob: no email in the roster"]
     result = semester.gradescope_results(json.loads((tmp_path / "04-lstm" / "records" / "bob.json").read_text()))
     assert result["score"] == 1.0 and result["tests"][0]["output"].startswith("a hidden check: failed")
 
