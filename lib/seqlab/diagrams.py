@@ -693,14 +693,14 @@ def positional_encodings() -> Diagram:
     from the embeddings x_i, x_j to the softmax in every panel, the entry point lit: sinusoidal and learned add PE_pos
     or P_pos to the embedding, RoPE rotates q_i and k_j by R_i and R_j, ALiBi adds -s|i - j| to the score, NoPE
     adds nothing."""
-    pitch, col_w, height = 4.45, 2.2, 8.4
+    pitch, col_w, height = 4.5, 2.3, 8.4
     width = pitch * len(_ENTRY_PANELS) - 0.15
     c = _Canvas(width, height, (6.6, 6.6))
     ys = {"x": 0.75, "add": 1.7, "qk": 2.65, "rotate": 3.75, "score": 4.8, "bias": 5.75, "softmax": 6.7}
     for p, (title, how, sections) in enumerate(_ENTRY_PANELS):
         left = p * pitch
         cx = left + 0.2 + col_w / 2
-        side = cx + col_w / 2 + 1.0                                    # the centre of a box feeding in from the right
+        side = cx + col_w / 2 + 0.95                                   # the centre of a box feeding in from the right
         c.ax.add_patch(FancyBboxPatch((left + 0.05, 0.2), pitch - 0.35, height - 0.35, boxstyle="round,pad=0.05",
                                       facecolor="#fafafa", edgecolor="#9a9a9a", lw=1.0, zorder=0))
         c.ax.text(left + 0.2, height - 0.45, title, fontsize=12, fontweight="bold", color=INK, va="center")
