@@ -22,8 +22,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from seqlab.colours import HIGHLIGHT
 
-__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "gpt_block", "gru_cell", "kv_cache", "lstm_cell",
-           "multihead_attention", "transformer", "unrolled_rnn"]
+__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "bidirectional_rnn", "gpt_block", "gru_cell", "kv_cache", "lstm_cell",
+           "multihead_attention", "positional_encodings", "stacked_rnn", "transformer", "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
 GATE_FILL, CANDIDATE_FILL, STATE_FILL, INPUT_FILL = "#fde0c5", "#dbe9f6", "#e8e8e8", "#d9f0d3"
@@ -570,4 +570,179 @@ def kv_cache(step: int = 4) -> Diagram:
            f"rows: o_{t} = softmax(q_{t} K transposed / sqrt(d_k)) V, one output row that goes on to W_O and the rest "
            f"of the block. What is new at this step (x_{t}, its q, k and v, the appended rows) is outlined in red "
            f"and bold; what is read from the cache is grey.")
+    return Diagram(c.fig, alt)
+
+
+# --- Deep and bidirectional RNNs (notebook 6), where positions enter attention (notebook 11) ----------------------
+
+_STACK_LAYERS, _RNN_STEPS = range(1, 5), range(2, 7)
+
+
+def _check_int(name: str, value: object, allowed: range) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value not in allowed:
+        raise ValueError(f"{name} should be an int from {allowed.start} to {allowed.stop - 1}, got {value!r}")
+
+
+def stacked_rnn(layers: int = 2, steps: int = 4) -> Diagram:
+    """A stack of ``layers`` recurrent layers unrolled over ``steps`` steps, in notebook 6's symbols: layer l reads
+    h^(l-1)_t, the state of the layer below at the same step (h^(0)_t = x_t), and its own h^(l)_{t-1}."""
+    _check_int("layers", layers, _STACK_LAYERS)
+    _check_int("steps", steps, _RNN_STEPS)
+    gap, rise, x0, w, h = 2.3, 1.7, 2.3, 1.1, 0.62          # x0: the h_0 column's centre
+    last = x0 + gap * steps
+    c = _Canvas(last + 2.6, 1.0, (6.6, 6.6))
+    row = [0.75 + rise * l for l in range(layers + 1)]        # row[0]: the inputs x_t = h^(0)_t
+    c.label(0.15, row[0], "input", va="center", fontsize=11)
+    for t in range(1, steps + 1):
+        c.box(x0 + gap * t, row[0], f"$x_{{{t}}}$", INPUT_FILL, w=w, h=h)
+    for l in range(1, layers + 1):
+        y = row[l]
+        c.label(0.15, y, f"layer {l}", va="center", fontsize=11)
+        c.box(x0, y, f"$h^{{({l})}}_0$", "white", w=0.95, h=h)
+        for t in range(1, steps + 1):
+            x = x0 + gap * t
+            c.box(x, y, f"$h^{{({l})}}_{{{t}}}$", STATE_FILL, w=w, h=h)
+            _arrow(c, [(x - gap + (w if t > 1 else 0.95) / 2, y), (x - w / 2, y)])
+            _arrow(c, [(x, row[l - 1] + h / 2), (x, y - h / 2)])
+        # the weights, named once per layer: the same W^(l)_h and W^(l)_x serve every step of layer l
+        c.label(x0 + gap / 2, y + 0.1, f"$W^{{({l})}}_h$", fontsize=10, ha="center", va="bottom")
+        c.label(x0 + gap + 0.1, (row[l - 1] + y) / 2, f"$W^{{({l})}}_x$", fontsize=10, va="center")
+    # out of the stack: the top layer's whole sequence, and every layer's last state
+    top = row[layers] + h / 2
+    for t in range(1, steps + 1):
+        _arrow(c, [(x0 + gap * t, top), (x0 + gap * t, top + 0.5)])
+    between = ", \\dots, " if steps > 2 else ", "
+    c.label(x0 + gap * (steps + 1) / 2, top + 0.6, f"output: the top layer's states $h^{{({layers})}}_1{between}"
+            f"h^{{({layers})}}_{{{steps}}}$", ha="center", va="bottom", fontsize=11)
+    # a bracket, not arrows, gathers the last column: h_n is those states, not something computed from them
+    bracket, tick = last + w / 2 + 0.45, 0.25
+    c.ax.plot([bracket - tick, bracket, bracket, bracket - tick], [row[1] - 0.2, row[1] - 0.2, row[layers] + 0.2,
+              row[layers] + 0.2], color=_TAG_INK, lw=1.2)
+    c.label(bracket + 0.15, (row[1] + row[layers]) / 2, "$h_n$", fontsize=12, va="center")
+    height = top + 1.25
+    _fit(c, last + 2.6, height, min(0.5, 8.8 / (last + 2.6)))          # long ones drawn smaller, under 9 inches
+    layer_word = f"{layers} layers" if layers > 1 else "1 layer"
+    alt = (f"Diagram of a stacked RNN of {layer_word} unrolled over {steps} time steps, a grid with time to the right "
+           f"and depth upwards. The inputs x_1 to x_{steps} are the bottom row. Each layer l is a row of states "
+           f"h^(l)_1 to h^(l)_{steps}, starting from h^(l)_0 on the left; each state has two arrows in: from the state "
+           f"before it in its own row (through W^(l)_h) and from the state directly below it, at the same time step "
+           f"(through W^(l)_x), so layer 1 reads x_t and every higher layer reads the states of the layer below. Each "
+           f"layer has its own W^(l)_x and W^(l)_h, the same at every step. Arrows leave the top row upwards: the "
+           f"stack's output is the top layer's sequence. On the right a bracket gathers the last state of every layer, "
+           f"h^(l)_{steps}: together they are h_n.")
+    return Diagram(c.fig, alt)
+
+
+def bidirectional_rnn(steps: int = 4) -> Diagram:
+    """A bidirectional layer over ``steps`` steps, in notebook 6's symbols: a forward RNN left to right along the top,
+    a backward RNN right to left along the bottom, both reading x_t; y_t = [forward h_t ; backward h_t]."""
+    _check_int("steps", steps, _RNN_STEPS)
+    gap, x0, w, h, half = 2.5, 2.6, 1.6, 0.62, 0.47         # half: x_t and y_t sit this far left and right of centre
+    fwd, mid, bwd = 4.1, 2.55, 1.0
+    width = x0 + gap * (steps + 1) + 0.8
+    c = _Canvas(width, 1.0, (6.6, 6.6))
+    fw, bw = "\\overrightarrow{h}", "\\overleftarrow{h}"
+    c.label(0.15, fwd, "forward", va="center", fontsize=11)
+    c.label(0.15, bwd, "backward", va="center", fontsize=11)
+    c.box(x0, fwd, f"${fw}_0$", "white", w=0.95, h=h)
+    c.box(x0 + gap * (steps + 1), bwd, f"${bw}_{{{steps + 1}}}$", "white", w=0.95, h=h)
+    for t in range(1, steps + 1):
+        x = x0 + gap * t
+        c.box(x, fwd, f"${fw}_{{{t}}}$", STATE_FILL, w=w, h=h)
+        c.box(x, bwd, f"${bw}_{{{t}}}$", STATE_FILL, w=w, h=h)
+        c.box(x - half, mid, f"$x_{{{t}}}$", INPUT_FILL, w=0.74, h=h)
+        c.box(x + half, mid, f"$y_{{{t}}}$", CANDIDATE_FILL, w=0.74, h=h)
+        # x_t feeds both directions; y_t collects both states: four short vertical arrows, none crossing
+        _arrow(c, [(x - half, mid + h / 2), (x - half, fwd - h / 2)])
+        _arrow(c, [(x - half, mid - h / 2), (x - half, bwd + h / 2)])
+        _arrow(c, [(x + half, fwd - h / 2), (x + half, mid + h / 2)])
+        _arrow(c, [(x + half, bwd + h / 2), (x + half, mid - h / 2)])
+        left = x - gap + (w if t > 1 else 0.95) / 2
+        _arrow(c, [(left, fwd), (x - w / 2, fwd)])                          # left to right
+        right = x + gap - (w if t < steps else 0.95) / 2
+        _arrow(c, [(right, bwd), (x + w / 2, bwd)])                         # right to left
+    last = x0 + gap * steps
+    c.ax.text(last, fwd + h / 2 + 0.12, "final state: $h_n[0]$", fontsize=9.5, color=_TAG_INK, ha="center",
+              va="bottom", style="italic")
+    c.ax.text(x0 + gap, bwd - h / 2 - 0.12, "final state: $h_n[1]$", fontsize=9.5, color=_TAG_INK, ha="center",
+              va="top", style="italic")
+    height = fwd + h / 2 + 1.35
+    c.label(0.15, height - 0.35, f"$y_t = [{fw}_t\\,;\\, {bw}_t]$: both directions read the same $x_t$",
+            fontsize=11, va="center")
+    _fit(c, width, height, min(0.5, 8.8 / width))
+    alt = (f"Diagram of a bidirectional RNN layer over {steps} positions. Along the top, the forward RNN: states "
+           f"forward h_1 to h_{steps}, arrows running left to right from forward h_0. Along the bottom, the backward "
+           f"RNN: states backward h_{steps} down to h_1, arrows running right to left from backward h_{steps + 1}. In "
+           f"the middle row each position t holds its input x_t and its output y_t side by side: x_t sends one arrow "
+           f"up into the forward state and one down into the backward state, so both directions read the same inputs; "
+           f"y_t receives one arrow from each, y_t = [forward h_t ; backward h_t], the two states side by side. The "
+           f"final states sit at opposite ends: the forward one at position {steps} (h_n[0]), the backward one at "
+           f"position 1 (h_n[1]).")
+    return Diagram(c.fig, alt)
+
+
+# notebook 11's encodings, one panel each: (title, where it enters, the sections that teach it)
+_ENTRY_PANELS = (("sinusoidal, learned", "added to $x$", "§2, §5"),
+                 ("RoPE", "rotates $q$ and $k$", "§6"),
+                 ("ALiBi", "added to the scores", "§7"),
+                 ("NoPE (none)", "adds nothing", "§8"))
+
+
+def positional_encodings() -> Diagram:
+    """Where each of notebook 11's encodings puts the position into one attention score, side by side: the same path
+    from the embeddings x_i, x_j to the softmax in every panel, the entry point lit: sinusoidal and learned add PE_pos
+    or P_pos to the embedding, RoPE rotates q_i and k_j by R_i and R_j, ALiBi adds -s|i - j| to the score, NoPE
+    adds nothing."""
+    pitch, col_w, height = 4.5, 2.3, 8.4
+    width = pitch * len(_ENTRY_PANELS) - 0.15
+    c = _Canvas(width, height, (6.6, 6.6))
+    ys = {"x": 0.75, "add": 1.7, "qk": 2.65, "rotate": 3.75, "score": 4.8, "bias": 5.75, "softmax": 6.7}
+    for p, (title, how, sections) in enumerate(_ENTRY_PANELS):
+        left = p * pitch
+        cx = left + 0.2 + col_w / 2
+        side = cx + col_w / 2 + 0.95                                   # the centre of a box feeding in from the right
+        c.ax.add_patch(FancyBboxPatch((left + 0.05, 0.2), pitch - 0.35, height - 0.35, boxstyle="round,pad=0.05",
+                                      facecolor="#fafafa", edgecolor="#9a9a9a", lw=1.0, zorder=0))
+        c.ax.text(left + 0.2, height - 0.45, title, fontsize=12, fontweight="bold", color=INK, va="center")
+        c.ax.text(left + 0.2, height - 0.95, f"{how} ({sections})", fontsize=9.5, color=_TAG_INK, va="center",
+                  style="italic")
+        rope, added, biased = p == 1, p == 0, p == 2
+        tilde = "\\tilde " if rope else ""
+        c.box(cx, ys["x"], "$x_i$, $x_j$", INPUT_FILL, w=col_w, h=0.55, fontsize=11)
+        c.box(cx, ys["qk"], "$q_i$, $k_j$", GATE_FILL, w=col_w, h=0.55, fontsize=11)
+        c.box(cx, ys["score"], f"${tilde}q_i \\cdot {tilde}k_j / \\sqrt{{d_k}}$", CANDIDATE_FILL, w=col_w, h=0.55,
+              fontsize=11)
+        c.box(cx, ys["softmax"], "softmax over $j$", CANDIDATE_FILL, w=col_w, h=0.55, fontsize=11)
+        # the path up the column, broken where this encoding enters
+        stops = [ys["x"] + 0.275]
+        if added:
+            c.op(cx, ys["add"], "+", lit=True, r=0.24)
+            _arrow(c, [(side - 0.7, ys["add"]), (cx + 0.24, ys["add"])], lit=True)
+            c.box(side, ys["add"], "$PE_{pos}$\nor $P_{pos}$", INPUT_FILL, lit=True, w=1.4, h=0.8, fontsize=10)
+            stops += [ys["add"] - 0.24, ys["add"] + 0.24]
+        stops += [ys["qk"] - 0.275, ys["qk"] + 0.275]
+        if rope:
+            c.box(cx, ys["rotate"], "$\\tilde q_i = R_i\\, q_i$\n$\\tilde k_j = R_j\\, k_j$", GATE_FILL, lit=True,
+                  w=col_w, h=0.86, fontsize=11)
+            stops += [ys["rotate"] - 0.43, ys["rotate"] + 0.43]
+        stops += [ys["score"] - 0.275, ys["score"] + 0.275]
+        if biased:
+            c.op(cx, ys["bias"], "+", lit=True, r=0.24)
+            _arrow(c, [(side - 0.7, ys["bias"]), (cx + 0.24, ys["bias"])], lit=True)
+            c.box(side, ys["bias"], "$-s\\,|i - j|$", GATE_FILL, lit=True, w=1.4, h=0.55, fontsize=11)
+            stops += [ys["bias"] - 0.24, ys["bias"] + 0.24]
+        stops += [ys["softmax"] - 0.275]
+        for start, end in zip(stops[::2], stops[1::2]):
+            _arrow(c, [(cx, start), (cx, end)])
+    _fit(c, width, height, 0.5)
+    alt = ("Diagram in four panels, side by side, of where the position enters one attention score in each encoding "
+           "of notebook 11. Every panel draws the same path, read from the bottom up: the embeddings x_i and x_j of a "
+           "query token at position i and a key token at position j, their query q_i and key k_j, the score "
+           "q_i · k_j / sqrt(d_k), and the softmax over j. In each panel the place where the position comes in is "
+           "outlined in red and bold, at a different height. Sinusoidal and learned (sections 2 and 5): PE_pos or "
+           "P_pos, for the token's position pos, is added to its embedding, at the bottom, before the projections. "
+           "RoPE (section 6): nothing is added; q_i and k_j are rotated by R_i and R_j, so the score compares the "
+           "rotated q~_i and k~_j and depends on the offset j - i alone. ALiBi (section 7): a penalty -s|i - j| is "
+           "added to the score, just before the softmax. NoPE, the encoding 'none' (section 8): nothing enters "
+           "anywhere; only a causal mask lets it count positions.")
     return Diagram(c.fig, alt)
