@@ -14,13 +14,15 @@ label and shape as well as colour, so no meaning rests on hue alone.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from seqlab.colours import HIGHLIGHT
+from seqlab.colours import HIGHLIGHT, WEIGHTS
 
 __all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "bidirectional_rnn", "gpt_block", "gru_cell", "kv_cache", "lstm_cell",
            "multihead_attention", "positional_encodings", "stacked_rnn", "transformer", "unrolled_rnn"]
@@ -253,6 +255,138 @@ def unrolled_rnn(steps: int = 4, *, gradient: bool = True) -> Diagram:
         alt += (" A red arrow runs from the loss back along the row of states, from h_T to h_1, and between every two "
                 "states it is multiplied by W_h transposed and by the tanh derivatives: the product that can shrink "
                 "or grow with the distance.")
+    return Diagram(c.fig, alt)
+
+
+_DECODER_WEIGHTS = (0.1, 0.15, 0.6, 0.15)      # an example a_{t1..tS}: position 3 is read most
+
+
+def attention_decoder(weights: Sequence[float] = _DECODER_WEIGHTS) -> Diagram:
+    """One step of Bahdanau et al.'s attentional decoder, in notebook 8's symbols: score every encoder state
+    h_j against s_{t-1}, softmax the scores e_{tj} into weights a_{tj}, sum c_t = sum_j a_{tj} h_j, and feed c_t
+    with y_{t-1} into the decoder RNN. ``weights`` (3 to 6 numbers >= 0 that sum to 1, one per encoder state)
+    set the widths of the arrows from each h_j to c_t."""
+    a = [float(w) for w in weights]
+    if not 3 <= len(a) <= 6 or min(a) < 0 or abs(sum(a) - 1) > 1e-3:
+        raise ValueError(f"weights should be 3 to 6 numbers >= 0 that sum to 1 (one per encoder state), "
+                         f"got {tuple(weights)!r}")
+    S, x1 = len(a), 2.4
+    gap = max(1.7, 5.2 / (S - 1))                          # the score and softmax boxes need 6.8 wide
+    xs = [x1 + gap * j for j in range(S)]
+    mid, right = (xs[0] + xs[-1]) / 2, xs[-1] + 0.8        # right: where the score and softmax boxes end
+    width = xs[-1] + 3.4
+    c = _Canvas(width, 7.2, (0.8 * width, 0.8 * 7.2))
+    c.fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
+    # the encoder's states, one per source position
+    for j, x in enumerate(xs, start=1):
+        c.box(x, 3.05, f"$h_{{{j}}}$", STATE_FILL, w=0.9, h=0.6, fontsize=14)
+        if j < S:
+            c.line([(x + 0.45, 3.05), (x + gap - 0.45, 3.05)])
+        c.line([(x, 2.75), (x, 2.07)])
+    c.label(xs[-1] + 0.6, 3.05, "encoder\nstates", fontsize=12, va="center")
+    # 1. score each h_j against the decoder's previous state, 2. softmax over j
+    c.box(0.6, 6.2, "$s_{t-1}$", STATE_FILL, w=0.9, h=0.6, fontsize=14)
+    c.line([(0.6, 5.9), (0.6, 1.75), (xs[0] - 0.8, 1.75)])
+    box_w = right - xs[0] + 0.8
+    c.box(mid, 1.75, "1  score:  $e_{tj} = \\mathrm{score}(s_{t-1}, h_j)$", GATE_FILL, w=box_w, h=0.6, fontsize=13)
+    for j, x in enumerate(xs, start=1):
+        c.line([(x, 1.45), (x, 0.8)])
+        c.label(x + 0.08, 1.1, f"$e_{{t{j}}}$", fontsize=12, va="center")
+    c.box(mid, 0.5, "2  normalise:  $a_{tj} = \\exp e_{tj} \\,/\\, \\sum_k \\exp e_{tk}$  (softmax)", GATE_FILL,
+          w=box_w, h=0.6, fontsize=13)
+    # 3. the context: every h_j, weighted by a_{tj} (the arrow's width), summed
+    sigma, r = (mid, 4.6), 0.32                            # the sum node: centre and radius
+    c.line([(right, 0.5), (width - 0.5, 0.5), (width - 0.5, 4.6), (mid + r, 4.6)])
+    c.label(width - 0.4, 2.4, "$a_{tj}$", fontsize=13, va="center")
+    for j, (x, w) in enumerate(zip(xs, a), start=1):
+        dx, dy = mid - x, sigma[1] - 3.35
+        end = (mid - r * dx / math.hypot(dx, dy), sigma[1] - r * dy / math.hypot(dx, dy))
+        c.ax.add_patch(FancyArrowPatch((x, 3.35), end, arrowstyle="-|>", mutation_scale=10 + 8 * w, color=INK,
+                                       lw=0.6 + 9 * w, shrinkA=0, shrinkB=0, zorder=2, gid=f"a_t{j}"))
+        lx, ly = x + 0.3 * dx, 3.35 + 0.3 * dy             # beside the arrow, on its outer side
+        c.label(lx - 0.15 if x <= mid else lx + 0.15, ly, f"$a_{{t{j}}}$", fontsize=13,
+                ha="right" if x <= mid else "left", va="bottom")
+    c.op(*sigma, "Σ", r=r)
+    c.label(mid + 0.4, 5.15, "3  average:  $c_t = \\sum_j a_{tj}\\, h_j$", fontsize=13, va="center")
+    # the decoder's step: s_t = GRU(s_{t-1}, [y_{t-1}; c_t]), and the output y_t
+    c.box(mid, 6.2, "$s_t$", CANDIDATE_FILL, w=1.0, h=0.6, fontsize=14)
+    c.line([(1.05, 6.2), (mid - 0.5, 6.2)])
+    c.line([(mid, sigma[1] + r), (mid, 5.9)])
+    c.box(mid - 2.0, 5.3, "$y_{t-1}$", INPUT_FILL, w=0.9, h=0.55, fontsize=14)
+    c.line([(mid - 1.55, 5.3), (mid - 0.3, 5.3), (mid - 0.3, 5.9)])
+    c.box(mid + 2.3, 6.2, "$y_t$", INPUT_FILL, w=0.9, h=0.55, fontsize=14)
+    c.line([(mid + 0.5, 6.2), (mid + 1.85, 6.2)])
+    c.label(mid, 6.85, "decoder: $s_t = \\mathrm{GRU}(s_{t-1}, [y_{t-1}; c_t])$", fontsize=13, ha="center")
+    top = max(range(S), key=a.__getitem__)
+    alt = (f"Diagram of one step t of Bahdanau et al.'s attentional decoder, in three numbered steps. Across the "
+           f"middle, the encoder's states h_1 to h_{S}, one per source position. Below them, step 1 scores each h_j "
+           f"against the decoder's previous state s_{{t-1}}, e_tj = score(s_{{t-1}}, h_j), one score per position, and "
+           f"step 2, a softmax over j, turns the scores into weights a_tj that sum to 1. Above them, step 3: an arrow "
+           f"from every h_j to a sum node gives the context c_t = sum over j of a_tj h_j; each arrow is as wide as its "
+           f"weight, here " + ", ".join(f"{w:g}" for w in a) + f", so the thickest comes from h_{top + 1}. At the top, "
+           f"c_t and the previous output y_{{t-1}} enter the decoder GRU with s_{{t-1}} and give the new state s_t, "
+           f"which gives the output y_t. The context is recomputed at every decoder step.")
+    return Diagram(c.fig, alt)
+
+
+# notebook 9's "I like pizza" weights, softmax(QK^T / sqrt(2)) rounded: drawn as the example of A
+_PIZZA_WEIGHTS = ((0.40, 0.20, 0.40), (0.20, 0.40, 0.40), (0.25, 0.25, 0.50))
+_SELF_ATTENTION_STEPS = {1: "the projections Q = X W_Q, K = X W_K and V = X W_V",
+                         2: "the scores Q K^T / sqrt(d_k), one per pair of tokens",
+                         3: "the weights A, a softmax along each row of the scores",
+                         4: "the output Z = A V"}
+
+
+def self_attention(*, step: int = 4) -> Diagram:
+    """One self-attention head as notebook 9 computes it, bottom to top: Q, K, V from X; the scores
+    QK^T / sqrt(d_k); the row-wise softmax A; the output Z = AV. ``step`` 1-4 draws the steps up to that one
+    (the rest faded)."""
+    if step not in _SELF_ATTENTION_STEPS:
+        raise ValueError(f"step should be 1, 2, 3 or 4, got {step!r}")
+    s = {k: None if k <= step else False for k in _SELF_ATTENTION_STEPS}     # plain, or faded (a later step)
+    xq, xk, xv = 3.1, 6.1, 9.1                  # the columns of Q, K and V
+    mid = (xq + xk) / 2                          # the scores, the weights and the output sit above Q and K
+    c = _Canvas(10.6, 7.0, (0.75 * 10.6, 0.75 * 7.0))
+    c.fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
+    for y, k, name in ((2.0, 1, "project"), (3.4, 2, "score"), (4.8, 3, "normalise"), (6.3, 4, "average")):
+        c.label(0.0, y, f"{k}  {name}", lit=s[k], fontsize=13, va="center")
+    # 1. three projections of the same X
+    c.box(xk, 0.5, "$X$   $(n, d_{model})$", INPUT_FILL, w=2.6, h=0.6, fontsize=13)
+    c.line([(xk, 0.8), (xk, 1.7)], lit=s[1])
+    c.line([(xk, 1.2), (xq, 1.2), (xq, 1.7)], lit=s[1])
+    c.line([(xk, 1.2), (xv, 1.2), (xv, 1.7)], lit=s[1])
+    for x, text in ((xq, "$Q = XW_Q$  $(n, d_k)$"), (xk, "$K = XW_K$  $(n, d_k)$"), (xv, "$V = XW_V$  $(n, d_v)$")):
+        c.box(x, 2.0, text, GATE_FILL, lit=s[1], w=2.6, h=0.6, fontsize=12)
+    # 2. every query against every key
+    c.line([(xq, 2.3), (xq, 3.1)], lit=s[2])
+    c.line([(xk, 2.3), (xk, 3.1)], lit=s[2])
+    c.label(xk + 0.1, 2.7, "$K^\\top$", lit=s[2], fontsize=13, va="center")
+    c.box(mid, 3.4, "$QK^\\top / \\sqrt{d_k}$   $(n, n)$", CANDIDATE_FILL, lit=s[2], w=3.6, h=0.6, fontsize=13)
+    # 3. softmax along each row: the weights, drawn for "I like pizza"
+    c.line([(mid, 3.7), (mid, 4.5)], lit=s[3])
+    c.box(mid, 4.8, "$A = \\mathrm{softmax}$ of each row", CANDIDATE_FILL, lit=s[3], w=3.6, h=0.6, fontsize=13)
+    cell, gx, gy = 0.4, mid + 2.3, 5.4                     # the grid's cell size and top-left corner
+    for i, row in enumerate(_PIZZA_WEIGHTS):
+        for j, w in enumerate(row):
+            fill = plt.get_cmap(WEIGHTS)(w) if s[3] is not False else "white"
+            c.ax.add_patch(Rectangle((gx + j * cell, gy - (i + 1) * cell), cell, cell, facecolor=fill,
+                                     edgecolor=INK if s[3] is not False else FADED, lw=0.6))
+        c.label(gx + 3 * cell + 0.08, gy - (i + 0.5) * cell, "$\\Sigma = 1$", lit=s[3], fontsize=11, va="center")
+    c.label(gx + 1.5 * cell, gy + 0.1, "$A$ of \"I like pizza\"", lit=s[3], fontsize=11, ha="center")
+    c.line([(mid + 1.8, 4.8), (gx - 0.08, 4.8)], lit=s[3], arrow=False)
+    # 4. each row of Z: the values, averaged with that row of A as weights
+    c.line([(mid, 5.1), (mid, 6.0)], lit=s[4])
+    c.line([(xv, 2.3), (xv, 6.3), (mid + 1.4, 6.3)], lit=s[4])
+    c.box(mid, 6.3, "$Z = AV$   $(n, d_v)$", STATE_FILL, lit=s[4], w=2.8, h=0.6, fontsize=13)
+    alt = ("Diagram of one self-attention head, read from the bottom up in four numbered steps. 1, project: the "
+           "input X, n token vectors of size d_model, is multiplied by three learned matrices, giving Q = X W_Q "
+           "(queries), K = X W_K (keys) and V = X W_V (values). 2, score: Q and K meet in Q K transposed divided by "
+           "sqrt(d_k), an n by n table with one score per pair of tokens. 3, normalise: a softmax along each row turns "
+           "the scores into the weights A, each row summing to 1; beside it, the 3 by 3 weights of the 'I like pizza' "
+           "example are shaded, darker where a token reads more. 4, average: the values V, untouched until now, come "
+           "in from the right, and Z = A V gives each token a weighted average of every token's value.")
+    if step < 4:
+        alt += f" Drawn up to step {step} of 4, {_SELF_ATTENTION_STEPS[step]}; the later steps are faded."
     return Diagram(c.fig, alt)
 
 
