@@ -24,8 +24,9 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangl
 
 from seqlab.colours import HIGHLIGHT, WEIGHTS
 
-__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "bidirectional_rnn", "gpt_block", "gru_cell", "kv_cache", "lstm_cell",
-           "multihead_attention", "positional_encodings", "stacked_rnn", "transformer", "unrolled_rnn"]
+__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn", "gpt_block", "gru_cell",
+           "kv_cache", "lstm_cell", "multihead_attention", "positional_encodings", "self_attention", "stacked_rnn",
+           "transformer", "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
 GATE_FILL, CANDIDATE_FILL, STATE_FILL, INPUT_FILL = "#fde0c5", "#dbe9f6", "#e8e8e8", "#d9f0d3"
