@@ -133,6 +133,9 @@ def _short(value: Any, limit: int = 70) -> str:
     if isinstance(value, (list, tuple)) and len(value) > 6:
         head = ", ".join(_short(v) for v in value[:3])
         return f"[{head}, ...] ({len(value)} items)"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, torch.nn.Module)) for v in value):
+        inner = ", ".join(_short(v) for v in value)              # each tensor summarised, never its repr
+        return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
     if isinstance(value, dict):
         value = dict(sorted(value.items()))
     text = repr(value)
