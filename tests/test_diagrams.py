@@ -85,3 +85,19 @@ def test_multihead_attention_shows_each_step_and_every_head():
     assert "3 heads" in diagram.alt and lit_artists(diagram) == 0
     with pytest.raises(ValueError, match="heads should be between 2 and 4, got 5"):
         multihead_attention(5)
+
+
+def test_masked_lm_shows_what_each_objective_lets_a_position_read():
+    from seqlab.diagrams import masked_lm
+    diagram = masked_lm(6, 3)
+    words = texts(diagram)
+    assert "GPT: predict the next token" in words and "BERT: fill in the blank" in words
+    assert "[M]" in words and "$x_{4}$" in words and "reads both sides" in words
+    faded = sum(same_color(t.get_color(), "#c8c8c8") for t in diagram.figure.axes[0].texts)
+    assert faded == 3, "GPT's position 3 cannot read x_4, x_5, x_6"
+    assert "[MASK]" in diagram.alt and len(diagram.alt.split()) > 40
+    assert same_color(diagram.figure.get_facecolor(), "white")
+    with pytest.raises(ValueError, match="masked should be an int from 2 to 5"):
+        masked_lm(6, 6)
+    with pytest.raises(ValueError, match="length should be an int from 4 to 8, got 9"):
+        masked_lm(9, 3)

@@ -25,7 +25,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangl
 from seqlab.colours import HIGHLIGHT, WEIGHTS
 
 __all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn", "gpt_block", "gru_cell",
-           "kv_cache", "lstm_cell", "multihead_attention", "positional_encodings", "self_attention", "stacked_rnn",
+           "kv_cache", "lstm_cell", "masked_lm", "multihead_attention", "positional_encodings", "self_attention", "stacked_rnn",
            "transformer", "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
@@ -880,4 +880,41 @@ def positional_encodings() -> Diagram:
            "rotated q~_i and k~_j and depends on the offset j - i alone. ALiBi (section 7): a penalty -s|i - j| is "
            "added to the score, just before the softmax. NoPE, the encoding 'none' (section 8): nothing enters "
            "anywhere; only a causal mask lets it count positions.")
+    return Diagram(c.fig, alt)
+
+
+def masked_lm(length: int = 6, masked: int = 3) -> Diagram:
+    """What each objective lets a position read, side by side: GPT's next-token prediction at position
+    ``masked`` (it reads x_1..x_t only) and BERT's masked LM, which fills in ``[MASK]`` at that position
+    from the whole corrupted sequence, both sides, and is scored there only (notebooks 13 and 14)."""
+    if not 4 <= length <= 8:
+        raise ValueError(f"length should be an int from 4 to 8, got {length!r}")
+    if not 2 <= masked <= length - 1:
+        raise ValueError(f"masked should be an int from 2 to {length - 1} (a position with both sides), got {masked!r}")
+    gap, panel = 1.05, 1.05 * length + 0.9
+    width, height = 2 * panel, 4.4
+    c = _Canvas(width, height, (10.0, 10.0 * height / width))
+    for side, title in ((0, "GPT: predict the next token"), (1, "BERT: fill in the blank")):
+        left = side * panel + 0.6
+        target = left + gap * (masked - 1)
+        c.label(left - 0.35, 4.0, title, fontsize=12, lit=True)
+        for j in range(1, length + 1):
+            x = left + gap * (j - 1)
+            seen = side == 1 or j <= masked
+            text = "[M]" if side == 1 and j == masked else f"$x_{{{j}}}$"
+            fill = GATE_FILL if side == 1 and j == masked else INPUT_FILL
+            c.box(x, 1.0, text, fill, w=0.8, h=0.55, fontsize=11, lit=None if seen else False)
+            if seen:
+                c.line([(x, 1.3), (target, 2.65)], lit=True if j == masked else None)
+        answer = f"$x_{{{masked + 1}}}$" if side == 0 else f"$x_{{{masked}}}$"
+        c.box(target, 3.0, answer, CANDIDATE_FILL, w=0.8, h=0.55, lit=True)
+        note = (f"position {masked} reads $x_1 \\ldots x_{{{masked}}}$ only" if side == 0
+                else f"position {masked} reads both sides; the loss is taken only at [M]")
+        c.label(left - 0.35, 0.2, note, fontsize=10)
+    alt = (f"Diagram in two panels over a row of {length} input tokens. Left, GPT: the output at position {masked} "
+           f"predicts the next token x_{masked + 1} and is connected to inputs x_1 to x_{masked} only; the later inputs "
+           f"are faded, it cannot read them. Right, BERT's masked language model: input {masked} is replaced by "
+           f"[MASK] (drawn [M]), and the output at that position predicts the original x_{masked} from every input, "
+           f"on both sides; the loss is taken only at the masked positions. What to see: the same position reads "
+           f"half the sequence in one objective and all of it in the other.")
     return Diagram(c.fig, alt)
