@@ -1,17 +1,12 @@
-"""Task models built from seqlab's building blocks.
+"""Task models built from seqlab's building blocks (:mod:`seqlab.nn`), one module each.
 
-``seqlab.nn`` holds the torch.nn twins and building blocks (RNN / LSTM / GRU, attention, masks,
-positional encodings ...); ``seqlab.models`` holds the task models built from them, one module
-each: ``charlm`` (``CharLM``, the character language model), ``seq2seq`` (``Seq2Seq``, the
-encoder-decoder with optional attention), ``readout`` (``SequenceTagger``, ``SequenceClassifier``)
-and ``regressor`` (``SequenceRegressor``, the many-to-one model of the adding problem);
-``encoder`` (``EncoderModel``, ``EncoderConfig``: a small encoder-only Transformer over tokens);
-``bert`` (``BertEncoder``, ``BertConfig``: BERT's layout, loads real BERT weights; ``BertForMaskedLM``,
-the encoder with its masked-token head);
-``window_lm`` (``WindowLM``, ``WindowLMConfig``: the fixed-window language model that notebook 2 starts from);
-``transformer_seq2seq`` (``TransformerSeq2Seq``, ``TransformerSeq2SeqConfig``: the paper's
-encoder-decoder, with Seq2Seq's batches, loss and decoding);
-``gpt`` (``GPT``, ``GPTConfig``, ``KVCache``: a decoder-only language model with a KV cache for generation).
+Recurrent: ``window_lm`` (``WindowLM``, the fixed-window model notebook 2 starts from), ``charlm``
+(``CharLM``, the character language model), ``readout`` (``SequenceTagger``, ``SequenceClassifier``),
+``regressor`` (``SequenceRegressor``, the adding problem), ``seq2seq`` (``Seq2Seq``, optional attention).
+Transformer: ``encoder`` (``EncoderModel``), ``transformer_seq2seq`` (``TransformerSeq2Seq``, with Seq2Seq's
+batches, loss and decoding), ``gpt`` (``GPT``, and ``KVCache`` for generation) and ``bert`` (``BertEncoder``,
+which loads real BERT weights, and ``BertForMaskedLM``). A model's ``*Config``, where it has one, sits
+beside it.
 """
 
 from seqlab.models.bert import BertConfig, BertEncoder, BertForMaskedLM

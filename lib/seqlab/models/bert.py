@@ -1,47 +1,14 @@
 r"""A BERT-layout encoder (Devlin et al., 2019) built from seqlab's own pieces, able to load real BERT weights.
 
-.. math::
-
-    X^{(0)} = \mathrm{LN}_{emb}\big(E_{word}[x_i] + P[i] + E_{type}[t_i]\big)       \qquad (B, n, d_{model})
-
-    X^{(r)} = \mathrm{EncoderLayer}_r\big(X^{(r-1)}\big), \quad r = 1 \dots N        \qquad (B, n, d_{model})
-
-    \text{pooled} = \tanh\big(X^{(N)}_{[CLS]} W_p + b_p\big)                        \qquad (B, d_{model})
-
-Three embeddings are *added*: the word piece's, a **learned** position's (a table of
-``max_len`` rows: BERT has no sinusoids, and no input longer than the table), and the token
-type's (segment A / B of a sentence pair; 0 for a single sentence); a LayerNorm follows. Each
-encoder layer is seqlab's :class:`seqlab.nn.transformer.TransformerEncoderLayer` in BERT's
-configuration: **post-norm** (:math:`x \leftarrow \mathrm{LN}(x + \mathrm{Sublayer}(x))`, as the
-original Transformer), the FFN with the exact (erf) **GELU**,
-:math:`\mathrm{GELU}(x) = x\,\Phi(x)`, and LayerNorm's :math:`\epsilon = 10^{-12}`. Attention is
-bidirectional: every token reads every real token, left and right; padding is never read.
-(``BertConfig(causal=True)`` builds the same network with a causal mask, token :math:`i` reading
-only tokens :math:`\le i`: a left-to-right twin of the same size, for comparisons.)
-
-The optional *pooler* is BERT's: one dense layer with tanh on the [CLS] token's last hidden state,
-trained for next-sentence prediction. Sentence-embedding models such as all-MiniLM-L6-v2 do not
-use it: they average the last hidden states over the real tokens (see
-:mod:`seqlab.pretrained`).
-
-**Masked-language-model pre-training.** :class:`BertForMaskedLM` puts BERT's MLM head on the
-encoder: a dense layer, GELU and LayerNorm, then a read-out whose weight matrix *is* the word
-embedding matrix (tied, as in BERT), plus a bias per token:
-
-.. math::
-
-    \text{logits}_i = \mathrm{LN}\big(\mathrm{GELU}(X^{(N)}_i W_t + b_t)\big)\, E_{word}^\top + b_{out}
-    \qquad (B, n, V)
-
-It is trained on inputs corrupted by :func:`seqlab.data.masking.mask_tokens`, with the loss on the
-chosen positions only (their labels; the others are ``IGNORE_INDEX``).
-
-**Real weights.** :func:`convert_hf_state_dict` renames a Hugging Face ``BertModel`` state dict
-to this model's names (the query, key and value projections are concatenated into
-``self_attn.in_proj_weight`` / ``in_proj_bias``, as ``torch.nn.MultiheadAttention`` keeps them),
-and :func:`load_hf_bert` reads ``config.json`` and ``model.safetensors`` from a folder with the
-``safetensors`` library and loads them strictly: a missing or unexpected weight is an error that
-names it. ``transformers`` is not needed (a test checks the result against it).
+BERT's layout: :math:`X^{(0)} = \mathrm{LN}(E_{word}[x] + P + E_{type}[t])` with a *learned* position table
+(no input longer than ``max_len``), then seqlab's :class:`~seqlab.nn.transformer.TransformerEncoderLayer` in
+BERT's configuration -- post-norm, the exact (erf) GELU, LayerNorm :math:`\epsilon = 10^{-12}` -- with
+bidirectional attention that never reads padding, and an optional pooler (tanh of a dense layer on [CLS]).
+These choices are what let real BERT weights reproduce BERT's outputs. :class:`BertForMaskedLM` adds BERT's
+masked-LM head, its read-out tied to the word embeddings. :func:`convert_hf_state_dict` and
+:func:`load_hf_bert` load a Hugging Face BERT folder strictly, with ``safetensors`` and without
+``transformers`` (a test checks against it). ``BertConfig(causal=True)`` builds a same-size left-to-right
+twin, for comparisons. Taught in notebook 14.
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
-r"""A small encoder-only token model: embeddings, positions, Transformer encoder layers, a linear read-out.
+r"""A small encoder-only token model, :class:`EncoderModel`: embeddings, positions, encoder layers, a read-out.
 
-.. math::
-
-    X^{(0)} = E[x_{1..n}] \;(+\; P_{1..n})                           \qquad (B, n, d_{model})
-
-    X^{(r)} = \mathrm{EncoderLayer}_r\big(X^{(r-1)}\big), \quad r = 1 \dots N  \qquad (B, n, d_{model})
-
-    \text{logits} = X^{(N)} U + b                                    \qquad (B, n, \text{num\_outputs})
-
-Each encoder layer is seqlab's :class:`seqlab.nn.transformer.TransformerEncoderLayer`
-(multi-head self-attention, then the FFN, each with a residual connection and LayerNorm). The
-positional encoding is one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name, owned by
-the model (``positional``, saved once): it adds it to the embeddings (sinusoidal, learned) *and*
-hands every self-attention its ``rotate`` and ``score_bias`` on each call (RoPE rotates the heads'
-queries and keys, ALiBi biases the scores), so the same model code serves all five.
-
-``readout="token"`` gives one score vector per position (tagging, "what is the answer at
-position i"); ``readout="sequence"`` one per sequence, from the mean of the top layer over the
-real (non-padded) tokens. ``causal=True`` lets position ``i`` attend only to positions ``<= i``.
-
-``forward(ids, lengths, need_weights=True)`` also returns what every head of every layer attended
-to, ``(L, B, H, n, n)``: the weights the layers computed for this very output (nothing is
-recomputed), ready for :class:`seqlab.widgets.attention.AttentionExplorer`.
-
-Unlike the paper, the embeddings are not multiplied by :math:`\sqrt{d_{model}}`: that factor
-rescales embeddings that share their small initialisation with the output layer, whereas
-``nn.Embedding`` already starts at :math:`\mathcal N(0, 1)` per feature.
+The layers are seqlab's :class:`~seqlab.nn.transformer.TransformerEncoderLayer`. The model owns its positional
+encoding (any of :data:`~seqlab.nn.positional.POSITIONAL_ENCODINGS`, saved once): it adds it to the
+embeddings and hands every self-attention its ``rotate`` and ``score_bias``, so one model code serves all
+five. ``readout="token"`` scores every position, ``"sequence"`` the mean over the real tokens; ``causal=True``
+masks later positions; ``need_weights=True`` returns the weights the layers computed for this very output
+(for :class:`seqlab.widgets.attention.AttentionExplorer`). Unlike the paper, the embeddings are not scaled
+by :math:`\sqrt{d_{model}}`: ``nn.Embedding`` already starts at :math:`\mathcal N(0, 1)`. Notebooks 10 and 11.
 """
 
 from __future__ import annotations

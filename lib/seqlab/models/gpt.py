@@ -1,39 +1,13 @@
-r"""A GPT-style decoder-only language model, small enough to read in one sitting.
+r"""A GPT-style decoder-only language model, :class:`GPT`, small enough to read in one sitting.
 
-.. math::
-
-    X^{(0)} = E[x_{1..T}] \;(+\; P_{1..T})                               \qquad (B, T, d_{model})
-
-    X^{(r)} = \mathrm{Block}_r\big(X^{(r-1)}\big), \quad r = 1 \dots N      \qquad (B, T, d_{model})
-
-    \text{logits} = \mathrm{LN}\big(X^{(N)}\big)\, U                        \qquad (B, T, V)
-
-Each block is seqlab's :class:`seqlab.nn.transformer.TransformerEncoderLayer` with a *causal*
-self-attention (position :math:`t` reads positions :math:`\le t` only): there is no encoder and
-no cross-attention, so GPT's "decoder" block is an encoder layer with the causal mask. Pre-norm
-(``norm_first=True``, GPT-2's layout) is the default, with one LayerNorm after the last block.
-With ``tie_weights=True`` the output matrix is the token embedding, :math:`U = E^\top` (the same
-parameter; Press & Wolf, 2017), as in GPT-2 and nanoGPT.
-
-Positions are one of :data:`seqlab.nn.positional.POSITIONAL_ENCODINGS`, by name, owned by the model
-(``positional``): learned and sinusoidal are added to the embeddings, RoPE's rotation and ALiBi's
-score bias are handed to every block's self-attention on each call
-(:meth:`~seqlab.nn.positional.PositionalEncoding.attention_args`), "none" uses no positions (the
-causal mask alone leaks some order).
-
-Initialisation follows GPT-2 / nanoGPT: every matrix and the embedding from
-:math:`\mathcal N(0, 0.02^2)`, biases zero, and the two projections that write into the residual
-stream (the attention's :math:`W^O` and the FFN's :math:`W_2`) from :math:`\mathcal N(0, (0.02/\sqrt{2N})^2)`,
-so the stream's variance does not grow with depth.
-
-**Generation** (:meth:`GPT.generate`) samples with :func:`seqlab.decoding.sample_next`
-(temperature, top-k). With ``use_cache=True`` it keeps a :class:`seqlab.nn.multihead.KVCache`:
-the prompt is read once, then each step feeds only the newest token, whose queries attend to the
-cached keys and values of every earlier position. The model sees at most ``max_len`` tokens (its
-context); once the sequence is longer, each step re-reads its last ``max_len`` tokens from scratch (a
-cache cannot slide along: every cached key depends on the tokens before it, including the one that
-falls out), so the cache speeds up the first ``max_len`` tokens only. Cached and uncached
-generation give the same tokens (tests/test_gpt.py).
+Each block is seqlab's :class:`~seqlab.nn.transformer.TransformerEncoderLayer` with causal self-attention
+(GPT's "decoder" block has no cross-attention), pre-norm by default (GPT-2) with one LayerNorm after the
+last block, and an optional tied output matrix (``tie_weights``: :math:`U = E^\top`). The model owns its
+positional encoding, any of :data:`~seqlab.nn.positional.POSITIONAL_ENCODINGS` by name; weights start as
+GPT-2's (:func:`gpt2_init_`). :meth:`GPT.generate` samples, optionally with a KV cache. Past ``max_len``
+tokens each step re-reads the last ``max_len`` from scratch: a cache cannot slide, since every cached key
+depends on the tokens before it, including the one that falls out. Cached and uncached generation give
+the same tokens (tests/test_gpt.py). Taught in notebook 13.
 """
 
 from __future__ import annotations

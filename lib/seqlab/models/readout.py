@@ -1,19 +1,11 @@
-r"""Read-outs on top of a recurrent encoder: one output per step (tagging) or per sequence.
+r"""Read-outs on a recurrent encoder: one output per step (:class:`SequenceTagger`) or per sequence.
 
-Both models embed character ids, run seqlab's own RNN / LSTM / GRU (any depth, one or two
-directions, padded batches with ``lengths``), and apply a linear layer:
-
-- :class:`SequenceTagger` (many-to-many): a score vector for every position,
-  :math:`y_t = W_y\,[\overrightarrow{h}_t; \overleftarrow{h}_t] + b_y` (just :math:`W_y h_t + b_y` with one
-  direction), shape ``(B, T, num_tags)``.
-- :class:`SequenceClassifier` (many-to-one): one score vector per sequence from a summary of
-  the top layer's outputs, ``readout=``
-
-  * ``"last"``: the final states ``h_n`` of the top layer -- the forward direction's state after
-    the sequence's true last element and, when bidirectional, the backward direction's state
-    after reading back to the first element: :math:`[\overrightarrow{h}_{T}; \overleftarrow{h}_{1}]`;
-  * ``"mean"``: the mean of the outputs over the real (non-padded) time steps;
-  * ``"max"``: their element-wise maximum over the real time steps.
+Both models embed character ids, run seqlab's own RNN / LSTM / GRU (any depth, one or two directions,
+padded batches with ``lengths``) and apply a linear layer. :class:`SequenceTagger` (many-to-many) scores
+every position from :math:`[\overrightarrow{h}_t; \overleftarrow{h}_t]`; :class:`SequenceClassifier`
+(many-to-one) scores a summary of the top layer, ``readout=`` ``"last"`` (the final states: the forward
+direction's after the true last element, the backward direction's after reading back to the first),
+``"mean"`` or ``"max"`` (over the real time steps). Taught in notebook 6.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
-r"""The encoder-decoder (sequence-to-sequence) model of Sutskever et al. (2014) and Cho et al. (2014).
+r"""The RNN encoder-decoder (Sutskever et al., 2014; Cho et al., 2014), ``Seq2Seq``, with optional attention.
 
-An **encoder** RNN reads the source :math:`x_1 \dots x_S` and its final state becomes the
-decoder's initial state, the one fixed-size vector through which everything about the source
-must pass:
-
-.. math::
-
-    h_s = f(h_{s-1}, x_s), \qquad c = h_S
-
-A **decoder** RNN, started from :math:`s_0 = c`, writes the target one token at a time, each
-step reading the token before it (:math:`y_0` = ``<bos>``):
-
-.. math::
-
-    s_t = g(s_{t-1}, y_{t-1}), \qquad p(y_t \mid y_{<t}, x) = \mathrm{softmax}(W_y s_t + b_y)
-
-and stops when it writes ``<eos>``. With ``attention=`` (notebook 8) the decoder also looks back at
-every encoder state: it scores each :math:`h_j` against :math:`s_t`
-(:class:`~seqlab.nn.attention.Attention`), reads their weighted sum :math:`c_t`, and predicts from
-the *attentional state* :math:`\tilde s_t = \tanh(W_c [c_t; s_t])` instead of :math:`s_t` (Luong et
-al., 2015; Bahdanau et al., 2015 score :math:`s_{t-1}` and feed :math:`c_t` into the RNN instead,
-the same idea wired differently). Training feeds the *true* previous token (teacher forcing,
-:class:`~seqlab.data.pairs.PairBatches`); decoding feeds its own choices, greedily
-(:meth:`Seq2Seq.greedy`) or with :func:`~seqlab.decoding.beam_search` (:meth:`Seq2Seq.beam`).
-``f`` and ``g`` are seqlab's own from-scratch GRU, LSTM or RNN layers.
-
-Teacher forcing trains the decoder only on true prefixes, but decoding feeds it its own, possibly
-wrong, outputs: the *exposure bias* (the lectures' "prediction drift"). :func:`error_by_position`
-measures it (each output position's error rate, teacher-forced against free-running), and
-:class:`ScheduledSampling` is one remedy (Bengio et al., 2015): a training loss that feeds the
-decoder its own previous prediction instead of the true token with a probability that rises
-over training (:func:`linear_schedule`).
+The encoder's final state, taken after each source's own last token, starts the decoder, which writes the
+target a token at a time until ``<eos>``; with ``attention=`` it also reads every encoder state and predicts
+from the attentional state :math:`\tanh(W_c [c_t; s_t])` (Luong et al., 2015). Both RNNs are seqlab's own
+GRU, LSTM or RNN layers. Training is teacher-forced (:func:`seq2seq_loss`); decoding is greedy or beam search
+(:meth:`Seq2Seq.greedy`, :meth:`Seq2Seq.beam`). For exposure bias (the lectures' "prediction drift"),
+:func:`error_by_position` measures it and :class:`ScheduledSampling` (Bengio et al., 2015) is one remedy.
+Taught in notebooks 7 (the model, exposure bias) and 8 (attention).
 """
 
 from __future__ import annotations

@@ -1,40 +1,13 @@
-r"""The Transformer as a translator (Vaswani et al., 2017): the encoder-decoder of notebooks 7-8, without RNNs.
+r"""The Transformer as a translator (Vaswani et al., 2017): notebooks 7-8's encoder-decoder without RNNs.
 
-The source ids :math:`x_1 \dots x_S` and the decoder's input ids :math:`y_0 \dots y_{T}`
-(``<bos>`` then the target, teacher forcing as in :class:`~seqlab.data.pairs.PairBatches`) are
-embedded, scaled by :math:`\sqrt{d_{model}}` as in the paper (section 3.4) and given the paper's
-sinusoidal positions (:class:`~seqlab.nn.positional.SinusoidalPositionalEncoding`):
-
-.. math::
-
-    X^{(0)} = \sqrt{d_{model}}\, E_{src}[x] + PE, \qquad Y^{(0)} = \sqrt{d_{model}}\, E_{tgt}[y] + PE
-
-Then :class:`seqlab.nn.transformer.Transformer` (seqlab's own, written out) runs the encoder stack
-on :math:`X`, giving the *memory* :math:`M = \mathrm{Encoder}(X^{(0)})`, and the decoder stack on
-:math:`Y` with causal self-attention and cross-attention to :math:`M`; a linear layer reads out
-next-token logits:
-
-.. math::
-
-    p(y_{t+1} \mid y_{\le t}, x) = \mathrm{softmax}\big(\mathrm{Decoder}(Y^{(0)}, M)_t\, W_{out}^\top + b\big)
-
-With ``tie_output=True`` :math:`W_{out}` *is* the target embedding matrix :math:`E_{tgt}` (the paper
-shares them; with ``share_embeddings=True`` the source uses the same matrix too, which needs one
-vocabulary for both sides). Padded source positions are hidden from every attention that reads the
-source (``src_key_padding_mask`` / ``memory_key_padding_mask``); the target needs no padding mask
-because padding sits at the end and the causal mask already hides later positions from real ones.
-
-**Where the source ends.** An RNN encoder knows: its last state is taken after the last real
-token. Self-attention over a padded batch does not (a token sees the others, but nothing says
-"last"), and a decoder that must write ``x_S`` first, like the reverser of notebooks 7-8, has to
-find the end. With ``mark_source_end=True`` (the default, as in fairseq) the encoder reads the
-source followed by ``<eos>``, so source attention has ``S + 1`` columns, the last one the marker.
-
-The batch format, the loss (:func:`~seqlab.models.seq2seq.seq2seq_loss`), :func:`~seqlab.models.seq2seq.translate`
-and the decoding methods (:meth:`greedy`, :meth:`beam`, :meth:`alignment`, :meth:`log_prob`) are
-those of :class:`~seqlab.models.seq2seq.Seq2Seq`, so the evaluation code of notebooks 7-8 runs on
-either model. ``forward(..., return_attention=True)`` returns every attention's per-head weights
-(for :class:`seqlab.widgets.attention.AttentionExplorer`).
+Source and decoder-input ids are embedded, scaled by :math:`\sqrt{d_{model}}` and given the paper's sinusoidal
+positions; :class:`seqlab.nn.transformer.Transformer` runs on them (padded source positions hidden from every
+attention that reads the source; the target needs only the causal mask, its padding being at the end), and a
+linear ``head`` reads out next-token logits (``tie_output``: the target embedding matrix; ``share_embeddings``:
+one matrix for both sides). Where the source ends: self-attention over a padded batch cannot tell, so with
+``mark_source_end=True`` (the default, as in fairseq) the encoder reads the source followed by ``<eos>`` and
+source attention has ``S + 1`` columns. The batches, loss, ``translate`` and decoding methods are
+:class:`~seqlab.models.seq2seq.Seq2Seq`'s, so notebooks 7-8's evaluation runs on either model. Notebook 12.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
-"""The fixed-window neural language model (Bengio et al., 2003): the bridge from n-grams to RNNs.
+"""The fixed-window neural language model (Bengio et al., 2003), :class:`WindowLM`: from n-grams to RNNs.
 
-Like an n-gram model it predicts the next symbol from the last ``k`` symbols only; unlike one,
-it does not count: it looks up a learned vector for each of the ``k`` symbols, concatenates them
-and passes them through one hidden layer::
-
-    z_t = [E[x_{t-k+1}]; ...; E[x_t]]              (B, T, k * d_emb)  the window, concatenated
-    a_t = tanh(W_z z_t + b_z)                      (B, T, H)
-    p(x_{t+1} | x_{t-k+1..t}) = softmax(W_y a_t + b_y)   (B, T, V)
-
-Similar contexts get similar vectors, so what is learnt about one context is shared with the
-others (no count is ever zero), but nothing before the window can reach the prediction, and
-each of the ``k`` positions has its own block of ``W_z``: a longer window means more weights.
-
-The interface is CharLM's: ``forward(x, state)`` maps ids ``(B, T)`` to ``(logits (B, T, V), state)``,
-so ``seqlab.train.train``/``evaluate`` and ``LMBatches`` work unchanged. The *state* of a window
-model is simply the last ``k - 1`` ids it read, ``(B, k - 1)``; without one, the positions before
-the first id are filled with a padding id (``vocab_size``, an extra embedding row), as an n-gram
-model uses a shorter history at the start of a text.
+It predicts the next symbol from the last ``k`` only, like an n-gram model, but from learned vectors: the
+``k`` embeddings concatenated, one tanh hidden layer, a softmax. Nothing before the window reaches the
+prediction, and each window position has its own block of weights. The interface is CharLM's,
+``forward(x, state)`` -> ``(logits (B, T, V), state)``, so ``seqlab.train`` and ``LMBatches`` work unchanged;
+the state is the last ``k - 1`` ids read, and positions before the first id are filled with a padding id
+(``vocab_size``, an extra embedding row). Taught in notebook 2.
 """
 
 from __future__ import annotations

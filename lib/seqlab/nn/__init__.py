@@ -1,27 +1,12 @@
-"""From-scratch sequence models with torch.nn-compatible APIs.
+"""From-scratch sequence models with torch.nn-compatible APIs: the torch.nn twins and their building blocks.
 
-Recurrent models (one module per lecture concept): ``rnn`` (``RNN``, ``RNNCell``), ``lstm``
-(``LSTM``, ``LSTMCell``), ``gru`` (``GRU``, ``GRUCell``), each with its equations, its step and a forward over time. What they
-share: ``recurrent`` (the torch.nn-compatible layer and cell: parameters, layers, directions,
-input layouts, the trace), ``unroll`` (one layer and direction over time, padding, reversal),
-``bptt`` (the default fused scan with the hand-derived backward passes), ``recurrent_checks``
-(input checks); ``factory.recurrent_layer(cell, ...)`` builds one of them by name (``cell`` in ``CELLS``).
-
-``seqlab.nn`` holds the torch.nn twins and their building blocks; the task models built from
-them (CharLM, Seq2Seq, the taggers, the regressor) are in :mod:`seqlab.models`.
-
-Attention: ``multihead`` (``MultiheadAttention``, torch.nn.MultiheadAttention's twin).
-
-The Transformer: ``layer_norm`` (``LayerNorm``), ``transformer_layers`` (``TransformerEncoderLayer``,
-``TransformerDecoderLayer``, and the sublayers and residual wrapping they share), ``transformer`` (the stacks
-``TransformerEncoder``, ``TransformerDecoder`` and the encoder-decoder ``Transformer``; the layers import from
-it too), ``transformer_checks`` (their input checks).
-
-Positions: ``positional`` (``SinusoidalPositionalEncoding``, ``LearnedPositionalEncoding``,
-``RotaryPositionalEncoding`` / ``RoPE``, ``ALiBi``, ``NoPositionalEncoding``, and
-``positional_encoding(name, ...)`` over ``POSITIONAL_ENCODINGS``).
-
-On a GPU: ``graphs`` (``cuda_graphed``) replays a recurrent layer's whole scan as one CUDA graph.
+Recurrent: ``rnn``, ``lstm``, ``gru`` (one module per lecture concept: its step, cell and layer),
+sharing ``recurrent`` (the torch.nn-compatible layer and cell), ``unroll`` (the plain autograd scan),
+``bptt`` (the default fused scan, with hand-written backward passes) and ``recurrent_checks``;
+``factory.recurrent_layer(cell, ...)`` builds one by name; on a GPU, ``graphs.cuda_graphed``.
+Attention: ``attention``, ``self_attention``, ``multihead``, ``masks``. Positions: ``positional``.
+The Transformer: ``layer_norm``, ``transformer_layers``, ``transformer`` (the stacks), ``transformer_checks``.
+The task models built from them (CharLM, Seq2Seq, the taggers, GPT, BERT ...) are in :mod:`seqlab.models`.
 """
 
 from seqlab.nn.factory import CELLS, recurrent_layer

@@ -1,38 +1,12 @@
-r"""Attention for encoder-decoder models: score every source position, softmax, take the weighted sum.
+r"""Attention for encoder-decoder models, :class:`Attention`, and :func:`attend`, where every attention ends.
 
-At decoder step :math:`t`, with decoder state :math:`s_t` and encoder states
-:math:`h_1 \dots h_S` (the *memory*):
-
-.. math::
-
-    e_{tj} = \mathrm{score}(s_t, h_j), \qquad
-    a_{tj} = \frac{\exp e_{tj}}{\sum_{k} \exp e_{tk}}, \qquad
-    c_t = \sum_j a_{tj}\, h_j
-
-with one of four scores (:data:`SCORES`):
-
-========== ======================================= ==============================
-name       :math:`\mathrm{score}(s, h)`              parameters
-========== ======================================= ==============================
-dot        :math:`s^\top h`                          none (needs :math:`d_s = d_h`)
-scaled     :math:`s^\top h / \sqrt{d}`               none (needs :math:`d_s = d_h`)
-general    :math:`s^\top W h`                        :math:`W \in \mathbb{R}^{d_s \times d_h}`
-additive   :math:`v^\top \tanh(W_s s + W_h h)`       :math:`W_s, W_h, v`
-========== ======================================= ==============================
-
-``dot``, ``general`` and the "concat" score are Luong et al. (2015); ``additive`` is
-Bahdanau et al. (2015); ``scaled`` is the Transformer's (Vaswani et al., 2017), where dividing by
-:math:`\sqrt d` keeps the scores' spread independent of the size ``d`` (notebook 9). Padded
-source positions get :math:`e_{tj} = -\infty`, hence :math:`a_{tj} = 0`.
-
-Every attention in seqlab -- this one, the self-attention head, multi-head attention and the
-Transformer's layers -- ends in the same two lines, :func:`attend`: mask and softmax the scores
-(:func:`masked_softmax`), then take the weighted sum of the values. Masks follow one convention,
-documented in :mod:`seqlab.nn.masks` (True / 0 = may attend).
-
-:func:`sliding_window_attend` computes the same numbers as :func:`attend` under a band mask
-(:func:`seqlab.nn.masks.band_mask`) without ever forming the ``(n, n)`` scores: memory linear in
-``n`` for a fixed window (notebook 15).
+:class:`Attention` scores every memory position against the decoder state, softmaxes and takes the weighted
+sum, with one of :data:`SCORES` (dot, scaled, general: Luong et al., 2015; additive: Bahdanau et al., 2015).
+:func:`attend` -- mask and softmax the scores (:func:`masked_softmax`), then weigh the values -- is shared by
+this attention, the self-attention head, multi-head attention and the Transformer's layers, so a row with no
+allowed key gives zeros, not NaN, everywhere. Masks follow :mod:`seqlab.nn.masks` (True / 0 = may attend).
+:func:`sliding_window_attend` computes :func:`attend`'s numbers under a band mask without forming the
+``(n, n)`` scores. Taught in notebooks 8 (scores), 9 (``attend``) and 15 (the sliding window).
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
-r"""Backpropagation through time by hand: the fused scan, the default path of RNN, LSTM and GRU.
+r"""Backpropagation through time by hand: :func:`scan_fused`, the default path of RNN, LSTM and GRU.
 
-The concept modules (``rnn.py``, ``lstm.py``, ``gru.py``) hold each cell's forward step and the
-plain path runs it under autograd (:func:`seqlab.nn.unroll.scan_plain`, ``model.fused = False``).
-This module holds the other way to run one layer in one direction, :func:`scan_fused` (the
-default, ``fused = True``): the same step function runs without recording a graph, and the
-gradients come from a hand-written BPTT -- for each cell a ``*_backward_prepare`` (what needs no
-later step, for all ``t`` at once) and a ``*_step_backward`` (one step back), below.
-
-Why it is the default: speed. Recording ~10 small operations per time step for autograd, and
-replaying them, costs more than the arithmetic at course sizes; ``make bench`` (``scripts/bench_rnn.py``)
-measures both paths against torch.nn. The outputs are the same to float32 rounding; the tests check
-both paths against torch.nn and the hand-written steps against autograd.
-
-Contract: the fused backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh`` and the
-initial state only. A step that carries a tensor requiring grad (bound with ``functools.partial``,
-a closure, a default) would leave it without a gradient, so :func:`scan_fused` refuses it; layers
-route a cell with weights of its own (``RecurrentBase.cell_weight_shapes``, e.g. the LSTM's
-projection) to the plain path. The hand-written backward is not itself differentiable (for second
-derivatives use the plain path).
+The step function of the plain path (:func:`seqlab.nn.unroll.scan_plain`, ``model.fused = False``) runs
+without recording a graph, and the gradients come from a hand-written BPTT: per cell a ``*_backward_prepare``
+(what needs no later step, for all ``t`` at once) and a ``*_step_backward`` (one step back). It is the default
+because recording every small operation of a step for autograd costs more than the arithmetic at course
+sizes (``make bench`` times both paths); the tests check both against torch.nn and autograd.
+Contract: the backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh`` and the initial state only, so
+:func:`scan_fused` refuses a step carrying a tensor that requires grad, and a cell with weights of its own
+(the LSTM's projection) runs the plain path; the backward is not itself differentiable (second derivatives:
+use the plain path). Notebook 3 derives the RNN's step backward; notebook 4 introduces the fused path.
 """
 
 from __future__ import annotations

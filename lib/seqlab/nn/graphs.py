@@ -1,23 +1,12 @@
-"""Replay a recurrent layer's whole scan as one CUDA graph: the GPU path's answer to launch overhead.
+"""Replay a recurrent layer's whole scan as one CUDA graph, :func:`cuda_graphed`: the GPU's launch overhead.
 
-Why: on a GPU, seqlab's scan runs each time step as a handful of tiny kernels (one matrix product and a
-few element-wise gates for batch 32, hidden 128), and launching a kernel from Python costs several
-microseconds -- more than the kernel's own arithmetic. A CUDA graph records every launch of one forward
-and one backward pass once and replays each pass as a single launch, so a step then costs only the
-kernels' own time. The kernels are the same ones, so the numbers are the same as the eager path's.
-
-    model = LSTM(64, 128).cuda()
-    model = cuda_graphed(model, torch.randn(100, 32, 64, device="cuda", requires_grad=True))
-    output, (h_n, c_n) = model(x)          # x: (100, 32, 64) on the same GPU, every call
-    output.sum().backward()                # replays the captured backward pass
-
-What a graph fixes at capture time, and this wrapper checks on every call: the input's shape, dtype,
-device and ``requires_grad``; only ``model(input)`` (no ``hx``, ``lengths`` or ``return_trace``).
-In eval mode the module runs its ordinary forward (torch's rule for graphed modules). On the CPU
-there is nothing to gain -- no launches to save -- and :func:`cuda_graphed` says so.
-
-Built on :func:`torch.cuda.make_graphed_callables` (warm-up on a side stream, then capture of the
-forward pass and of ``autograd.grad`` of it, sharing one memory pool).
+On a GPU the scan runs each time step as a few tiny kernels, and launching one from Python costs more than
+its arithmetic; a CUDA graph records every launch of one forward and one backward pass once and replays
+each pass as a single launch. The kernels are the same, so the numbers are the eager path's.
+A graph fixes the input's shape, dtype, device and ``requires_grad`` at capture (checked on every call) and
+takes only ``model(input)``; in eval mode the module runs its ordinary forward (torch's rule for graphed
+modules), and on the CPU there is nothing to gain. Built on :func:`torch.cuda.make_graphed_callables`.
+Not taught in a notebook; ``scripts/bench_rnn.py`` times it on a GPU.
 """
 
 from __future__ import annotations

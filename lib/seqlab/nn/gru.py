@@ -1,36 +1,14 @@
-r"""Gated recurrent unit (GRU): ``GRUCell`` and the multi-layer ``GRU``, twins of torch.nn's.
+r"""Gated recurrent unit: ``gru_step``, ``GRUCell`` and the multi-layer ``GRU``, twins of torch.nn's.
 
-A GRU keeps no separate cell state; a reset gate :math:`r_t` and an update gate :math:`z_t`
-decide how much of the past enters the candidate :math:`n_t` and how much of it survives.
-This module computes torch's form:
+This module computes torch's form of the GRU, with torch's weight layout (gates stacked **r | z | n**,
+``weight_ih_l0`` ``(3H, input_size)``), so torch's weights load unchanged. Two places where lectures
+differ, to check before comparing numbers (both taught in notebook 5):
 
-.. math::
-
-    r_t &= \sigma(W_{ir} x_t + b_{ir} + W_{hr} h_{t-1} + b_{hr})              && \text{reset gate} \\
-    z_t &= \sigma(W_{iz} x_t + b_{iz} + W_{hz} h_{t-1} + b_{hz})              && \text{update gate} \\
-    n_t &= \tanh(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn}))   && \text{candidate } \tilde{h}_t \\
-    h_t &= (1 - z_t) \odot n_t + z_t \odot h_{t-1}
-
-Two points where lectures differ from this, worth checking before comparing numbers:
-
-1. **Where the reset gate acts.** Above (torch, cuDNN, and the Waterloo lecture), :math:`r_t`
-   multiplies :math:`W_{hn} h_{t-1} + b_{hn}` *after* the matrix product. The original GRU
-   paper (Cho et al., 2014) and the "RNN to Transformer" article gate the state *before* it:
-
-   .. math:: \tilde{h}_t = \tanh(W_h [r_t \odot h_{t-1}; x_t] + b_h)
-             = \tanh(W_{in} x_t + W_{hn} (r_t \odot h_{t-1}) + b_h)
-
-   The two are different functions (equal only when :math:`r_t` is all ones or zeros with no
-   bias), so weights trained in one form do not carry over to the other. We build torch's form,
-   because its weights load unchanged and its matrix product :math:`W_{hh} h_{t-1}` for all three
-   gates happens at once, before :math:`r_t` is known.
-
-2. **Which way the update gate points.** Here :math:`z_t \to 1` *keeps* the old state; the
-   lectures write :math:`h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde{h}_t`, where
-   :math:`z_t \to 1` takes the new candidate. The lectures' :math:`z_t` is torch's
-   :math:`1 - z_t`; the trace records torch's.
-
-Weight layout (as in torch): gates stacked **r | z | n**, so ``weight_ih_l0`` is ``(3H, input_size)``.
+- the reset gate multiplies :math:`W_{hn} h_{t-1} + b_{hn}`, *after* the matrix product (torch, cuDNN), not
+  :math:`h_{t-1}` before it (Cho et al., 2014): a different function, kept because one product
+  :math:`W_{hh} h_{t-1}` then serves all three gates before :math:`r_t` is known;
+- :math:`z_t \to 1` *keeps* the old state, :math:`h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}`: the
+  lectures' :math:`z_t` is torch's :math:`1 - z_t`, and the trace records torch's.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
-r"""Layer normalisation: each token's features rescaled to mean 0 and variance 1, then to a learned scale.
+r"""Layer normalisation, ``LayerNorm``: a twin of ``torch.nn.LayerNorm``.
 
-For one token's feature vector :math:`x \in \mathbb{R}^{d}` (``d = d_model``, or the product of
-``normalized_shape``):
-
-.. math::
-
-    \mu = \frac{1}{d} \sum_{i=1}^{d} x_i, \qquad
-    \sigma^2 = \frac{1}{d} \sum_{i=1}^{d} (x_i - \mu)^2, \qquad
-    \mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta
-
-with a learned gain :math:`\gamma` (``weight``, initialised to 1) and shift :math:`\beta` (``bias``,
-initialised to 0), both of shape ``normalized_shape``. The statistics are taken over the features
-of *one* token, never over the batch (that is batch norm), so a token's output does not depend on
-the other tokens or the batch size, and training and evaluation compute the same thing.
-
-**The variance is the biased one**, :math:`\frac{1}{d}\sum (x_i - \mu)^2`, and :math:`\epsilon` is
-added *inside* the square root: exactly ``torch.nn.LayerNorm``. The Annotated Transformer's
-``LayerNorm`` differs on both counts: it divides by ``x.std(-1)``, the *unbiased* standard
-deviation (:math:`\frac{1}{d-1}`), and adds :math:`\epsilon` to the standard deviation instead of the
-variance. The two agree only approximately (by a factor :math:`\sqrt{d/(d-1)}` when
-:math:`\epsilon` is negligible), so that version does not load-and-match a ``torch.nn.LayerNorm``.
+Each token's features are standardised on their own (never over the batch, as batch norm does), then
+scaled and shifted by the learned ``weight`` (:math:`\gamma`) and ``bias`` (:math:`\beta`). As in torch, the
+variance is the *biased* one (divided by ``d``) and :math:`\epsilon` is added inside the square root; the
+Annotated Transformer's version (the unbiased ``x.std()``, :math:`\epsilon` added to the standard deviation)
+does not reproduce ``torch.nn.LayerNorm``'s numbers. Taught in notebook 12.
 """
 
 from __future__ import annotations

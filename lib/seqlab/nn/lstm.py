@@ -1,30 +1,12 @@
-r"""Long short-term memory (LSTM): ``LSTMCell`` and the multi-layer ``LSTM``, twins of torch.nn's.
+r"""Long short-term memory: ``lstm_step``, ``LSTMCell`` and the multi-layer ``LSTM``, twins of torch.nn's.
 
-The lectures concatenate the previous hidden state and the input, :math:`z_t = [h_{t-1}; x_t]`,
-and give every gate its own weight matrix acting on :math:`z_t`. Splitting each matrix into the
-columns that meet :math:`x_t` and those that meet :math:`h_{t-1}`,
-:math:`W_f z_t = W_{hf} h_{t-1} + W_{if} x_t`, gives the form torch uses, and the one coded here:
-
-.. math::
-
-    i_t &= \sigma(W_{ii} x_t + b_{ii} + W_{hi} h_{t-1} + b_{hi})          && \text{input gate} \\
-    f_t &= \sigma(W_{if} x_t + b_{if} + W_{hf} h_{t-1} + b_{hf})          && \text{forget gate} \\
-    g_t &= \tanh(W_{ig} x_t + b_{ig} + W_{hg} h_{t-1} + b_{hg})           && \text{candidate } \tilde{c}_t \\
-    o_t &= \sigma(W_{io} x_t + b_{io} + W_{ho} h_{t-1} + b_{ho})          && \text{output gate} \\
-    c_t &= f_t \odot c_{t-1} + i_t \odot g_t                               && \text{cell state} \\
-    h_t &= o_t \odot \tanh(c_t)                                            && \text{hidden state}
-
-Two biases per gate (``b_i*`` and ``b_h*``) are redundant -- only their sum matters -- but torch
-keeps both, so we do too and its weights load unchanged.
-
-Weight layout (as in torch): the four gate matrices are stacked in the order **i | f | g | o**,
-so ``weight_ih_l0`` is ``(4H, input_size)``: rows ``0:H`` belong to ``i``, ``H:2H`` to ``f``,
-``2H:3H`` to ``g`` and ``3H:4H`` to ``o``. One matrix product per step computes all four gates.
-
-Projection (``LSTM(proj_size=P)``, as in torch, Sak et al. 2014): the hidden state is projected to
-``P < H`` units, :math:`h_t = W_{hr} (o_t \odot \tanh(c_t))` with ``weight_hr_l{k}`` of shape ``(P, H)``.
-``h_t`` -- the output and what the next step reads -- has ``P`` units, so ``weight_hh`` is ``(4H, P)``;
-``c_t`` keeps ``H``. It cuts the recurrent matrix product from ``4H x H`` to ``4H x P``.
+The step is torch's form of the lectures' equations (each gate's matrix on :math:`[h_{t-1}; x_t]` split into
+the columns that meet :math:`x_t` and those that meet :math:`h_{t-1}`), keeping both of torch's redundant
+biases per gate, so torch's weights load unchanged. Weight layout as in torch: the gates stacked
+**i | f | g | o** (``weight_ih_l0`` is ``(4H, input_size)``), so one matrix product per step computes all four.
+``LSTM(proj_size=P)`` projects :math:`h_t` to ``P`` units with ``weight_hr_l{k}`` ``(P, H)`` as torch does
+(Sak et al., 2014): ``c_t`` keeps ``H`` units and ``weight_hh`` is ``(4H, P)``; the projection is a weight of
+the step's own, so such a layer runs the plain autograd path (:mod:`seqlab.nn.bptt`). Taught in notebook 4.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 r"""Attention masks: one convention for all of seqlab, and converters at torch's boundary.
 
-**The convention.** Inside seqlab a mask says where attending is *allowed*:
-
-- a **boolean** mask is ``True`` where query ``i`` may attend to key ``j`` (``False`` = blocked);
-- an **additive** (float) mask is added to the scores: ``0`` where allowed, ``-inf`` where blocked
-  (other values shift a score, e.g. ALiBi's distance penalty).
-
-This is the lectures' :math:`\mathrm{softmax}(QK^\top/\sqrt{d_k} + M)` with :math:`M \in \{0, -\infty\}`,
-and the meaning of ``torch.nn.functional.scaled_dot_product_attention``'s boolean ``attn_mask``.
-
-``torch.nn.MultiheadAttention`` and the ``torch.nn.Transformer*`` layers use the *opposite* meaning
-for boolean masks: ``True`` means "do **not** attend" (for ``attn_mask``) and "this key is padding"
-(for ``key_padding_mask``). seqlab's twins of those classes take torch's meaning at their boundary,
-so code and state_dicts written for torch move over unchanged, and convert once, with
-:func:`from_torch`. Nothing else in seqlab uses the "True = blocked" meaning: seqlab's models built
-on the twins hand them *additive* masks (:func:`to_additive` of a "True = may attend" mask), which
-mean the same on both sides of the boundary, so no mask is inverted only to be inverted back.
-
-Shapes: a mask broadcasts against the scores ``(..., n, m)`` (``n`` queries, ``m`` keys). A padding
-mask ``(B, m)`` becomes ``(B, 1, m)`` (one head) or ``(B, 1, 1, m)`` (heads) before it is merged.
-
-A row with no allowed key (an all-padding sequence) is a defined result in every seqlab attention:
-zero weights and a zero output, with zero gradients (see :func:`seqlab.nn.attention.attend`).
+Inside seqlab a mask says where attending is *allowed*: a boolean mask is True where query ``i`` may attend
+to key ``j``; an additive (float) mask is added to the scores, 0 where allowed and ``-inf`` where blocked
+(the lectures' :math:`M`, and the meaning of ``scaled_dot_product_attention``'s ``attn_mask``).
+``torch.nn``'s attention and Transformer classes mean the opposite (boolean True = blocked, or padding):
+seqlab's twins of them take torch's meaning and convert once, with :func:`from_torch`; nothing else uses
+it, and models built on the twins hand them additive masks (:func:`to_additive`), which mean the same on
+both sides, so no mask is inverted only to be inverted back. Masks broadcast against the scores
+``(..., n, m)``; a row with no allowed key gives zero weights and output. Used from notebook 8 on.
 """
 
 from __future__ import annotations

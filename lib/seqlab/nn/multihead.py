@@ -1,18 +1,14 @@
-r"""Multi-head attention: :math:`h` heads side by side, concatenated, mixed by :math:`W_O` (notebook 10).
+r"""Multi-head attention, :class:`MultiheadAttention`: a twin of ``torch.nn.MultiheadAttention`` (notebook 10).
 
-:math:`\mathrm{head}_i = \mathrm{softmax}(Q W_Q^{(i)} (K W_K^{(i)})^\top / \sqrt{d_k} + M)\, V W_V^{(i)}`,
-:math:`\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W_O`, with
-:math:`d_k = d_{model} / h`. The :math:`h` projections are one stacked matrix, so a forward is: project once,
-``view`` into ``(B, h, n, d_k)``, attend in every head at once (:func:`seqlab.nn.attention.attend`), merge back,
-multiply by :math:`W_O`. Tensors are kept sequence-first inside, as torch does.
-
-A twin of ``torch.nn.MultiheadAttention``: same constructor, parameter names (``in_proj_weight`` is
+The :math:`h` heads' projections are one stacked matrix: project once, ``view`` into ``(B, h, n, d_k)``,
+attend in every head at once (:func:`seqlab.nn.attention.attend`), merge, multiply by :math:`W_O`; tensors
+are sequence-first inside, as in torch. Same constructor, parameter names (``in_proj_weight`` is
 :math:`[W_Q; W_K; W_V]^\top`), initialisation, masks (torch's meaning, converted once by
-:func:`seqlab.nn.masks.from_torch`) and return values. On purpose it differs in two ways: a query with no key
-gets zero weights and output (torch: NaN), and ``is_causal=True`` without a mask builds the causal mask (torch
-raises). Keyword-only extras: ``fused``, and the call arguments ``cache`` (the keys and values of earlier tokens,
-for generation; :class:`AttentionCache`, :class:`KVCache`), ``rotate`` and ``score_bias`` (what RoPE and ALiBi
-put inside attention; the model that owns the encoding hands them in).
+:func:`seqlab.nn.masks.from_torch`) and return values. Deliberately different: a query with no key gets
+zeros (torch: NaN), and ``is_causal=True`` without a mask builds the causal mask (torch raises).
+Keyword-only extras: ``fused``; ``cache`` (:class:`AttentionCache`, :class:`KVCache`, for generation), which
+holds keys as projected, before RoPE, so that ``rotate`` turns cached and new keys alike on every call;
+``rotate`` and ``score_bias`` (RoPE and ALiBi, handed in by the model that owns the encoding).
 """
 
 from __future__ import annotations

@@ -1,45 +1,13 @@
-r"""Positional encodings: how a Transformer learns where each token is.
+r"""Positional encodings: none (NoPE), sinusoidal, learned absolute, RoPE and ALiBi, behind one interface.
 
-Self-attention alone is blind to order (permute the tokens and the outputs are permuted the same
-way, notebook 11). Each encoding here puts position back in at one of three places, and every one
-of them plugs into the same model through the three hooks of :class:`PositionalEncoding`:
-
-=================  ==========================================  ==================================
-encoding           where position enters                        hook
-=================  ==========================================  ==================================
-none (NoPE)        nowhere                                      --
-sinusoidal         added to the token embeddings               ``forward(x)``
-learned absolute   added to the token embeddings               ``forward(x)``
-RoPE               rotates each head's queries and keys        ``rotate(q, k)``
-ALiBi              a distance penalty added to the scores      ``score_bias(n, m)``
-=================  ==========================================  ==================================
-
-One module owns the encoding: the model (or the outermost Transformer twin built with
-``positional=``). It calls ``x = positional(x)`` on its embeddings and, on every forward pass, hands
-each self-attention what it needs as call arguments, ``attention(..., **positional.attention_args(n, m))``:
-the ``rotate`` hook (applied to the per-head queries and keys) and the ``score_bias`` tensor (added
-to the scores). The attention layers hold no encoding. Hooks an encoding does not use are the
-identity (or ``None``) and are left out of the arguments, so the model code is the same for all five.
-
-Positions: in ``rotate`` and ``score_bias`` the ``n`` queries are the *last* ``n`` of the ``m``
-key positions (``m = n`` in an ordinary forward pass, ``m > n`` when generating with a cache of
-earlier keys), the same convention as :func:`seqlab.nn.masks.causal_mask`.
-
-The formulas, in the lectures' symbols (``pos`` a position, ``i`` a pair of dimensions,
-``d = d_model``):
-
-- **sinusoidal** (Vaswani et al., 2017): :math:`PE_{(pos, 2i)} = \sin(pos / 10000^{2i/d})`,
-  :math:`PE_{(pos, 2i+1)} = \cos(pos / 10000^{2i/d})`, i.e. frequencies
-  :math:`\omega_i = 10000^{-2i/d}` (:func:`frequencies`). Each pair :math:`(2i, 2i+1)` is a point on
-  a circle that turns by the angle :math:`\omega_i k` when the position moves by ``k``, so
-  :math:`PE_{pos+k} = R_k\, PE_{pos}` with a block-diagonal rotation :math:`R_k` that does not depend
-  on ``pos`` (:func:`sinusoidal_rotation`).
-- **learned absolute**: a trained table of ``max_len`` vectors, one per position (BERT, GPT-2).
-- **RoPE** (Su et al., RoFormer, 2021): rotate the pair :math:`(2i, 2i+1)` of a query or key at
-  position ``pos`` by the angle :math:`pos\,\theta_i`, :math:`\theta_i = \text{base}^{-2i/d_{head}}`; then
-  :math:`q_m \cdot k_n` depends on the positions only through :math:`m - n`.
-- **ALiBi** (Press et al., 2022): add :math:`-s_h\,|i - j|` to head ``h``'s scores, with the
-  geometric slopes :math:`s_h = 2^{-8h/H}`, ``h = 1..H``.
+Self-attention alone is blind to order; each encoding puts position back in through one of the three hooks
+of :class:`PositionalEncoding`: ``forward(x)`` adds to the embeddings (sinusoidal, learned), ``rotate(q, k)``
+turns each head's queries and keys (RoPE), ``score_bias(n, m)`` is added to the scores (ALiBi). Unused hooks
+are the identity (or ``None``), so model code is the same for all five. One module owns the encoding (the
+model, or the outermost Transformer twin built with ``positional=``) and hands every self-attention
+``**positional.attention_args(n, m)`` on each call; attention layers hold none. The ``n`` queries are the
+*last* ``n`` of ``m`` key positions (``m > n`` with a cache), as in :func:`seqlab.nn.masks.causal_mask`.
+Each class's docstring gives its formula; taught in notebook 11.
 """
 
 from __future__ import annotations

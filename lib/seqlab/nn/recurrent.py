@@ -1,18 +1,12 @@
 """What RNN, LSTM and GRU share: the torch.nn-compatible layer and cell around each concept's step.
 
-The concept modules (``rnn.py``, ``lstm.py``, ``gru.py``) each define one *step*: a function that
-takes the input projection of one time step and the previous state and returns the new state.
-Everything that does not depend on which cell it is lives here:
-
-- ``RecurrentBase``: the ``torch.nn.RNN``/``LSTM``/``GRU``-compatible layer. It owns the
-  parameters (torch's names, shapes, gate order and initialisation), puts the input in time-major
-  order (``batch_first``, unbatched input, ``lengths``, ``PackedSequence``), stacks layers, runs the
-  reverse direction, applies dropout between layers, and assembles the optional ``RecurrentTrace``.
-- ``CellBase``: the same for the single-step ``*Cell`` modules.
-
-One layer in one direction runs over time in :mod:`seqlab.nn.unroll` (the plain autograd loop,
-``model.fused = False``) or :mod:`seqlab.nn.bptt` (the default: the same loop with a hand-written
-backward pass, about twice as fast); input checks are in :mod:`seqlab.nn.recurrent_checks`.
+The concept modules (``rnn``, ``lstm``, ``gru``) each define only a *step* (the input projection of one time
+step and the previous state -> the new state); everything else lives here. ``RecurrentBase`` is the
+``torch.nn.RNN`` / ``LSTM`` / ``GRU``-compatible layer: torch's parameter names, shapes, gate order and
+initialisation; the input layouts (``batch_first``, unbatched, ``lengths``, ``PackedSequence``); layers,
+directions, dropout between layers and the optional ``RecurrentTrace``. ``CellBase`` does the same for the
+``*Cell`` modules. One layer in one direction runs in :mod:`seqlab.nn.bptt` (the fused default) or
+:mod:`seqlab.nn.unroll` (``model.fused = False``). Used from notebook 2 on; depth and directions: notebook 6.
 """
 
 from __future__ import annotations

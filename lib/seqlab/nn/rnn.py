@@ -1,17 +1,9 @@
-r"""The vanilla (Elman) recurrent network: ``RNNCell`` and the multi-layer ``RNN``, twins of torch.nn's.
+r"""The vanilla (Elman) recurrent network: ``rnn_step``, ``RNNCell`` and the multi-layer ``RNN`` (torch twins).
 
-The lectures write one step as :math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)`. torch names the
-matrices by what they meet (``weight_ih`` is :math:`W_x`, ``weight_hh`` is :math:`W_h`) and keeps
-two bias vectors whose sum is :math:`b`:
-
-.. math::
-
-    a_t &= W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh}      && \text{pre-activation} \\
-    h_t &= \tanh(a_t) \quad \text{or} \quad \max(0, a_t)      && \text{nonlinearity='tanh' or 'relu'}
-
-The same weights are used at every step (weight sharing), so a sequence of any length needs
-the same number of parameters. The output distribution of a language model,
-:math:`\mathrm{softmax}(W_y h_t + b_y)`, is a separate ``nn.Linear`` on top.
+The lectures' step :math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)` in torch's names, so torch's weights load
+unchanged: ``weight_ih`` is :math:`W_x`, ``weight_hh`` is :math:`W_h`, and two bias vectors ``bias_ih`` and
+``bias_hh`` sum to :math:`b` (``nonlinearity='relu'`` uses :math:`\max(0, \cdot)` instead of tanh). A language
+model's output layer is a separate ``nn.Linear`` on top. Taught in notebook 2.
 """
 
 from __future__ import annotations

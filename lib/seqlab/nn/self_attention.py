@@ -1,23 +1,11 @@
-r"""Self-attention, one head: every position of a sequence attends to every position of the same sequence.
+r"""Self-attention, one head, :class:`SelfAttention`: every position attends to every position of the sequence.
 
-For a sequence :math:`X \in \mathbb{R}^{n \times d_{model}}` (one row per token):
-
-.. math::
-
-    Q = X W_Q, \quad K = X W_K, \quad V = X W_V, \qquad
-    Z = \mathrm{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}} + M\Big) V
-
-with :math:`W_Q, W_K \in \mathbb{R}^{d_{model} \times d_k}`, :math:`W_V \in \mathbb{R}^{d_{model} \times d_v}`
-and a mask :math:`M` that is 0 where position :math:`i` may attend to :math:`j` and :math:`-\infty`
-where it may not (a *causal* mask forbids :math:`j > i`: no peeking at later tokens). Row
-:math:`i` of the weights :math:`A = \mathrm{softmax}(\cdot)` says how much token :math:`i` reads each
-token; row :math:`i` of :math:`Z` is what it reads.
-
-seqlab stores each projection as an ``nn.Linear`` without bias, as torch does: ``W_q.weight`` has
-shape ``(d_k, d_model)`` and is :math:`W_Q^\top` (``X @ W_q.weight.T`` is :math:`X W_Q`). Multi-head
-attention (notebook 10) runs several of these side by side. The softmax and the weighted sum are
-:func:`seqlab.nn.attention.attend`, the one every attention in seqlab calls; masks follow
-:mod:`seqlab.nn.masks`.
+:math:`Z = \mathrm{softmax}(Q K^\top / \sqrt{d_k} + M)\, V` with :math:`Q, K, V = X W_Q, X W_K, X W_V` and a
+mask :math:`M`, 0 where position ``i`` may attend to ``j`` and :math:`-\infty` where not (a causal mask
+blocks ``j > i``). Each projection is an ``nn.Linear`` without bias, as torch stores it: ``W_q.weight`` is
+``(d_k, d_model)``, i.e. :math:`W_Q^\top`. The softmax and weighted sum are
+:func:`seqlab.nn.attention.attend`, shared by every seqlab attention; masks follow :mod:`seqlab.nn.masks`.
+Taught in notebook 9; multi-head attention (notebook 10) runs several heads side by side.
 """
 
 from __future__ import annotations

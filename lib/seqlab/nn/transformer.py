@@ -1,53 +1,13 @@
-r"""The Transformer (Vaswani et al., 2017): the encoder and decoder stacks, and the encoder-decoder.
+r"""The encoder and decoder stacks, ``TransformerEncoder`` and ``TransformerDecoder``, and the ``Transformer``.
 
-The layers they stack, :class:`TransformerEncoderLayer` and :class:`TransformerDecoderLayer` (each a few
-sublayers in residual connections, post-norm or pre-norm), are in :mod:`seqlab.nn.transformer_layers`;
-they are importable from here too, beside the stacks: :class:`TransformerEncoder` and
-:class:`TransformerDecoder` (``num_layers`` copies of a layer, then an optional final ``norm``) and
-:class:`Transformer` (``memory = Encoder(src)``, ``output = Decoder(tgt, memory)``).
-
-**torch.nn twins.** Every class mirrors its ``torch.nn`` namesake: the same constructor arguments,
-submodule and parameter names (``self_attn``, ``multihead_attn``, ``linear1``, ``dropout``,
-``linear2``, ``norm1..3``, ``dropout1..3``, ``layers.N``, ``norm``), so a ``torch.nn`` state_dict
-loads with ``strict=True``, and torch's meaning of the masks: a boolean ``*_mask`` is True where
-attending is *not* allowed, a float one is added to the scores; ``*_key_padding_mask`` ``(N, S)``
-is True at padding; ``is_causal`` / ``tgt_is_causal`` / ``memory_is_causal`` are *hints* that the
-given mask is the causal one (the stacks detect it when the hint is ``None``, as torch does); the
-mask itself is what counts. One addition: a causal hint *without* a mask builds the causal mask
-(seqlab's ``MultiheadAttention`` does; torch raises). A sequence that is all padding gives a finite output (its attention
-reads nothing, see :func:`seqlab.nn.attention.attend`) where ``torch.nn`` gives NaN.
-
-One difference a comparison meets: in eval mode with gradients off, ``torch.nn.TransformerEncoder``
-(post-norm, ``batch_first=True``) takes a nested-tensor fast path that returns zeros at the padded
-positions of ``src_key_padding_mask``; seqlab computes them as torch's own training-mode (math) path
-does. The two only differ downstream where the decoder reads those positions, i.e. without a
-``memory_key_padding_mask``.
-
-What ``torch.nn`` lacks is added as keyword-only arguments:
-
-- ``positional=`` (a :class:`seqlab.nn.positional.PositionalEncoding`) acts in every
-  *self*-attention (never cross-attention: the memory's positions are not the queries'), through
-  its ``rotate`` (RoPE) and ``score_bias`` (ALiBi). One module owns it, as a submodule (so
-  ``.to(device)`` moves it and a learned table is saved once): the layer built with it, or, once
-  layers are stacked, the stack (it takes the template layer's encoding, or its own ``positional=``),
-  or the :class:`Transformer`. The owner hands what the attention needs down as call arguments,
-  ``rotate=`` and ``score_bias=`` (:meth:`~seqlab.nn.positional.PositionalEncoding.attention_args`),
-  which every layer and stack's ``forward`` also takes from a model that owns the encoding itself
-  (GPT, :class:`~seqlab.models.encoder.EncoderModel`). Encodings *added to the embeddings*
-  (sinusoidal, learned) are the model's job, before the first layer: ``x = positional(x)``.
-- ``TransformerEncoder`` / ``TransformerDecoder`` stack any layer module, as torch's do (e.g. a
-  ``torch.nn.TransformerEncoderLayer``), calling it with torch's arguments; the seqlab extras
-  (``need_weights``, ``positional``) need seqlab's layers.
-- ``forward(..., need_weights=True)`` also returns every attention's per-head weights, always
-  batch-first: a layer's ``(B, H, n, m)``, a stack's ``(L, B, H, n, m)`` over its ``L`` layers.
-- ``fused=True`` computes attention with ``torch.nn.functional.scaled_dot_product_attention``
-  (faster, no weights kept) whenever the weights are not asked for.
-- ``TransformerEncoderLayer.forward(..., cache=AttentionCache())``: a KV cache for a causal
-  (decoder-only, GPT-style) stack generating a few new positions at a time; the self-attention
-  appends their keys and values (:mod:`seqlab.nn.multihead`), and masks have ``offset + n`` key columns.
-
-Note that ``torch.nn.Transformer`` (and :class:`Transformer` here) always puts a final LN after each
-stack, also in post-norm where the paper has none: 2 x 2 x d_model parameters more than the paper.
+The layers they stack are in :mod:`seqlab.nn.transformer_layers` and importable from here too. Every class
+is a twin of its ``torch.nn`` namesake: the same arguments, submodule and parameter names (a torch
+state_dict loads with ``strict=True``) and torch's masks at the boundary (True = blocked; ``is_causal`` a
+hint). Deliberate differences: a causal hint without a mask builds the mask (torch raises); an all-padding
+sequence gives a finite output (torch: NaN); there is no nested-tensor fast path (in eval mode torch's
+returns zeros at padded positions). Keyword-only extras: ``positional=`` (self-attention only; owned once,
+by the outermost module, and handed down as ``rotate`` / ``score_bias``), ``need_weights`` (per-head weights,
+batch-first), ``fused`` and a KV ``cache``; a stack takes any layer module, as torch's does. Notebook 12.
 """
 
 from __future__ import annotations

@@ -1,42 +1,12 @@
-r"""The Transformer's two layers (Vaswani et al., 2017): the encoder layer and the decoder layer.
+r"""The Transformer's two layers (Vaswani et al., 2017): ``TransformerEncoderLayer``, ``TransformerDecoderLayer``.
 
-Every layer is a few *sublayers*, each wrapped in a residual connection and a layer norm
-(:class:`seqlab.nn.layer_norm.LayerNorm`). Two ways to wrap, both built here (``norm_first``),
-in one place that both layers use (:meth:`TransformerLayer.residual`):
-
-.. math::
-
-    \text{post-norm (the paper, } \texttt{norm\_first=False}\text{):}\quad
-        x \leftarrow \mathrm{LN}\big(x + \mathrm{Sublayer}(x)\big)
-
-    \text{pre-norm (GPT-2 and most models since, } \texttt{norm\_first=True}\text{):}\quad
-        x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{LN}(x)\big)
-
-Post-norm normalises the residual stream itself after every sublayer; pre-norm leaves the stream
-alone (an identity path from input to output, which is why deep pre-norm stacks train without a
-learning-rate warm-up, Xiong et al., 2020) and so needs one last LN after the stack (the ``norm``
-of :class:`~seqlab.nn.transformer.TransformerEncoder` / :class:`~seqlab.nn.transformer.TransformerDecoder`).
-
-The sublayers:
-
-- **self-attention** over the layer's own sequence,
-  :math:`\mathrm{MultiHead}(x, x, x)` (:class:`seqlab.nn.multihead.MultiheadAttention`);
-  in the decoder it is *masked* (causal): position :math:`t` reads positions :math:`\le t` only;
-- **cross-attention** (decoder only): queries from the decoder, keys and values from the
-  encoder's output, the *memory*: :math:`\mathrm{MultiHead}(x, m, m)`;
-- the position-wise **feed-forward network**, the same two-layer MLP applied to every token:
-
-  .. math::
-
-      \mathrm{FFN}(x) = \max(0,\; x W_1 + b_1)\, W_2 + b_2,
-      \qquad W_1 \in \mathbb{R}^{d_{model} \times d_{ff}},\; W_2 \in \mathbb{R}^{d_{ff} \times d_{model}}
-
-  with ReLU in the paper (:math:`d_{model} = 512`, :math:`d_{ff} = 2048`) and GELU in BERT and GPT
-  (``activation="gelu"``).
-
-Dropout is applied to each sublayer's output before the residual sum, to the attention weights,
-and between the two FFN layers, as in ``torch.nn``. Both layers are ``torch.nn`` twins (arguments,
-parameter names, masks): see :mod:`seqlab.nn.transformer`, which stacks them, for what they add.
+Each layer is a few sublayers -- self-attention, cross-attention to the memory (decoder only), the
+position-wise FFN -- each in a residual connection with a :class:`seqlab.nn.layer_norm.LayerNorm` in either
+placement (``norm_first``): post-norm :math:`\mathrm{LN}(x + F(x))` as in the paper, or pre-norm
+:math:`x + F(\mathrm{LN}(x))` as in GPT-2, which needs one last LN after the stack. Both layers wrap every
+sublayer in one place, :meth:`TransformerLayer.residual`. Both are ``torch.nn`` twins (arguments, parameter
+names, masks, dropout placement, the order in which weights are drawn); :mod:`seqlab.nn.transformer`, which
+stacks them, lists what they add. Taught in notebook 12, which prints several of these methods.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""One recurrent layer, one direction, over time: the unrolled network, padded steps, reversed time.
+"""One recurrent layer, one direction, over time: :func:`unroll`, the plain path :func:`scan_plain`, padding.
 
-A *step* function (``rnn_step``, ``lstm_step``, ``gru_step``) maps the input's share of one time
-step, ``W_ih x_t + b_ih`` (``xw_t``, shape ``(B, G*H)``), and the previous state to the new state
-and a cache of what happened inside (gates, pre-activations). :func:`unroll` applies it at
-t = 0 .. T-1 -- the lecture's unrolled network -- and :func:`scan_plain` is that loop under
-autograd, the plain path of every layer (``model.fused = False``; the fused default is
-:mod:`seqlab.nn.bptt`).
-
-Variable lengths: with ``lengths`` (or a PackedSequence), sequence ``b`` is real up to
-``lengths[b]`` and padding after. The state stops changing after the last real step, outputs at
-padded positions are zero, and the reverse direction reads each sequence backwards from its own
-last real element: we reverse each sequence within its own length (:func:`flip`), run the same
-forward scan, and reverse the outputs back. This is exactly what ``torch.nn`` computes for a
-packed sequence.
+A step function (``rnn_step``, ``lstm_step``, ``gru_step``) maps ``xw_t = W_ih x_t + b_ih`` and the previous
+state to the new state and a cache of its internals; :func:`unroll` applies it at t = 0 .. T-1 (the lectures'
+unrolled network) and :func:`scan_plain` does so under autograd (``model.fused = False``; the fused default is
+:mod:`seqlab.nn.bptt`). With ``lengths`` (or a PackedSequence) the state stops changing after a sequence's
+last real step, padded outputs are zero, and the reverse direction reverses each sequence within its own
+length (:func:`flip`), runs the same forward scan and reverses the outputs back: exactly what ``torch.nn``
+computes for a packed sequence. Taught in notebooks 2 (unrolling) and 6 (padding, both directions).
 """
 
 from __future__ import annotations
