@@ -101,3 +101,15 @@ def test_masked_lm_shows_what_each_objective_lets_a_position_read():
         masked_lm(6, 6)
     with pytest.raises(ValueError, match="length should be an int from 4 to 8, got 9"):
         masked_lm(9, 3)
+
+
+def test_the_course_map_lists_every_notebook_in_teaching_order():
+    from pathlib import Path
+
+    from seqlab.diagrams import COURSE_PARTS, course_map
+    numbers = [n for _, notebooks in COURSE_PARTS for n, _ in notebooks]
+    on_disk = sorted(p.name[:2] for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    assert numbers == [n for n in on_disk if n != "00"], "COURSE_PARTS must follow notebooks/ (00 draws it)"
+    diagram = course_map()
+    assert all(f"{n}\n" in texts(diagram) for n in numbers) and "14 BERT" in diagram.alt
+    assert same_color(diagram.figure.get_facecolor(), "white")

@@ -24,7 +24,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangl
 
 from seqlab.colours import HIGHLIGHT, WEIGHTS
 
-__all__ = ["Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn", "gpt_block", "gru_cell",
+__all__ = ["COURSE_PARTS", "Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn",
+           "course_map", "gpt_block", "gru_cell",
            "kv_cache", "lstm_cell", "masked_lm", "multihead_attention", "positional_encodings", "self_attention", "stacked_rnn",
            "transformer", "unrolled_rnn"]
 
@@ -917,4 +918,40 @@ def masked_lm(length: int = 6, masked: int = 3) -> Diagram:
            f"[MASK] (drawn [M]), and the output at that position predicts the original x_{masked} from every input, "
            f"on both sides; the loss is taken only at the masked positions. What to see: the same position reads "
            f"half the sequence in one objective and all of it in the other.")
+    return Diagram(c.fig, alt)
+
+
+# The course's notebooks in teaching order, by part: (number, short title); tests/test_diagrams.py checks it
+# against notebooks/.
+COURSE_PARTS = (
+    ("recurrent networks", (("01", "why sequences"), ("02", "the RNN"), ("03", "BPTT, gradients"))),
+    ("gates and depth", (("04", "LSTM"), ("05", "GRU"), ("06", "deep, bidirectional"))),
+    ("encoder–decoder, attention", (("07", "seq2seq"), ("08", "attention"), ("09", "self-attention"),
+                                    ("10", "multi-head"))),
+    ("Transformers", (("11", "positions"), ("12", "Transformer"), ("13", "GPT"), ("14", "BERT"),
+                      ("15", "cost, beyond"))),
+)
+
+
+def course_map() -> Diagram:
+    """The course as a road: one row per part, one box per notebook, in teaching order (notebook 00)."""
+    width, height = 13.4, 6.7
+    c = _Canvas(width, height, (9.5, 9.5 * height / width))
+    fills = (STATE_FILL, GATE_FILL, CANDIDATE_FILL, INPUT_FILL)
+    previous = None
+    for row, ((part, notebooks), fill) in enumerate(zip(COURSE_PARTS, fills)):
+        y = 5.7 - 1.65 * row
+        c.label(1.45, y + 0.62, part, fontsize=10.5, va="center", lit=True)   # right of the arrow coming down
+        for k, (number, title) in enumerate(notebooks):
+            x = 1.25 + 2.7 * k
+            c.box(x, y, f"{number}\n{title}", fill, w=2.3, h=0.8, fontsize=9)
+            if previous is not None:
+                px, py = previous
+                c.line([(px + 1.15, py), (x - 1.15, y)] if py == y else [(px, py - 0.4), (px, py - 0.58),
+                                                                         (x, py - 0.58), (x, y + 0.4)])
+            previous = (x, y)
+    names = "; ".join(f"{part}: " + ", ".join(f"{n} {t}" for n, t in notebooks) for part, notebooks in COURSE_PARTS)
+    alt = ("Map of the course: four rows, one per part, each a chain of boxes, one box per notebook, with arrows "
+           f"in teaching order that run along each row and down to the start of the next. {names}. What to see: "
+           "each part builds on the one above, from the recurrent network to GPT and BERT.")
     return Diagram(c.fig, alt)
