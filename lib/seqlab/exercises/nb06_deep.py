@@ -305,7 +305,7 @@ register(Exercise(
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 4: predict, then measure -- how much does right-hand context cut the tagger's errors?
+# Exercise 3: predict, then measure -- how much does right-hand context cut the tagger's errors?
 # --------------------------------------------------------------------------------------------
 
 RATIO_TOLERANCE = 1.5          # a prediction within a factor 1.5 of the measured ratio counts as right
@@ -330,8 +330,8 @@ def _diagnose_ratio(args: tuple, got: Any, expected: float) -> str | None:
         return (f"{said}. Right-hand context is worth more than that: at a gap, whether the word ends depends on the "
                 "next letters (the|king, there, then), and the counts of section 3.1 already showed two letters on "
                 "the right beat two on the left by far.")
-    return (f"{said}. Less than that: bi-1 still errs where both splits make words (a name, an elision, "
-            "an early word end), and 200 steps are a small budget.")
+    return (f"{said}. Less than that: bi-1 still errs, often with a cut that leaves a real word on one side "
+            "(the rein, d inner), and 200 steps are a small budget.")
 
 
 register(Exercise(
