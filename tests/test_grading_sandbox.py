@@ -185,7 +185,7 @@ def test_a_hostile_answer_is_graded_and_harms_nothing(label, key, loopback_serve
     assert CANARY_IN_CHECKOUT.exists() and CANARY_IN_HOME.exists(), "a file outside the sandbox was deleted"
     assert not _sleepers(), "a process outlived its sandbox"
     if FULL:
-        assert not sandbox.leftover_processes(0)
+        assert not sandbox.leftover_processes()
     if hostile["status"] == "timed out":
         assert seconds < 3 * LIMITS.seconds + 30
 
@@ -210,7 +210,7 @@ def test_a_fork_bomb_is_contained(key):
                   record["exercises"]["bigram_counts"]["status"], time.monotonic() - start))
     assert record["exercises"]["perplexity"]["status"] == "timed out"
     assert record["exercises"]["bigram_counts"]["status"] == "passed"
-    assert not sandbox.leftover_processes(0)
+    assert not sandbox.leftover_processes()
 
 
 def test_the_next_student_is_graded_normally(key):
@@ -235,3 +235,12 @@ def test_the_sandbox_sees_no_network_no_instructor_folder_and_a_private_tmp(key,
     assert all(c["status"] == "failed" for c in cases), cases
     assert os.path.exists(tmp_path / "marker")
     assert shutil.which("unshare") is None or MODE != "rlimits-only"
+
+
+def test_children_running_at_once_get_user_ids_of_their_own():
+    """Two graders (or two test workers) at once must never share a sandbox user id: the cleanup after one
+    child kills every process of its id."""
+    with sandbox.lease_uid(0) as first, sandbox.lease_uid(0) as second:
+        assert first != second and {first, second} <= set(range(sandbox.SANDBOX_UID, sandbox.SANDBOX_UID + sandbox.SLOTS))
+    with sandbox.lease_uid(0) as again:
+        assert again == first, "a released id is free again"

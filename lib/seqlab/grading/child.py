@@ -55,6 +55,10 @@ def main() -> None:
 
     from seqlab.exercises import EXERCISES
     from seqlab.grading.codec import Unreadable, encode
+    from seqlab.grading.sandbox import apply_limits
+
+    if "limits" in job:
+        apply_limits(job["limits"])                           # before any student code runs
 
     exercise = EXERCISES[job["exercise"]]
     cases = [case.args for case in exercise.cases] + list(job.get("hidden", []))

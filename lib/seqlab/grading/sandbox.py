@@ -13,14 +13,17 @@ the grader runs as root), so that, strongest mode first:
 - **rlimits-only** (no ``unshare``, or the kernel refuses it): only the resource limits below. The grader says
   so loudly and writes the mode into the gradebook.
 
-In every mode: a wall-clock limit (then SIGKILL to the whole process group, which no signal handler can
-refuse), CPU seconds, address space (memory), processes, file size, no core files; the child's environment is
+In every mode: a wall-clock limit (then SIGKILL to the whole session, which no signal handler can refuse), and
+limits the child sets on itself before it runs student code (:func:`apply_limits`): CPU seconds, address
+space (memory), processes, file size, no core files; the child's environment is
 built from scratch; its result channel is read up to a cap; stdin carries the job, pickled by the trusted
 parent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import pickle
@@ -30,13 +33,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import seqlab
 
-SANDBOX_UID = 60000                  # + the job slot: each parallel child has a user id of its own
+SANDBOX_UID = 60000                  # + a slot: each child running at once has a user id of its own
+SLOTS = 64                           # user ids 60000..60063, leased with a lock file (see lease_uid)
+LOCK_DIR = Path(tempfile.gettempdir()) / "seqlab-sandbox"
 MODES = ("namespaces+uid", "user-namespace", "rlimits-only")
 
 
@@ -72,16 +79,16 @@ def _limit(resource_id: int, value: int) -> None:
         pass
 
 
-def _set_limits(limits: Limits) -> None:
-    """Runs in the forked child before ``exec``: the limits pass on to ``unshare``, ``setpriv`` and Python."""
-    os.setsid()
-    _limit(resource.RLIMIT_AS, limits.memory)
-    _limit(resource.RLIMIT_CPU, int(limits.seconds) + 10)      # a C loop that ignores signals still stops
-    _limit(resource.RLIMIT_FSIZE, limits.file)
+def apply_limits(limits: dict) -> None:
+    """Called by the child on itself, after its imports and before any student code (not in a ``preexec_fn``,
+    which is unsafe when the grader starts children from several threads, as ``--jobs`` does)."""
+    _limit(resource.RLIMIT_AS, limits["memory"])
+    _limit(resource.RLIMIT_CPU, int(limits["seconds"]) + 10)  # a C loop that ignores signals still stops
+    _limit(resource.RLIMIT_FSIZE, limits["file"])
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, 256)
     if os.getuid() != 0:                   # as root the count applies after setpriv: see the wrapper
-        _limit(resource.RLIMIT_NPROC, _own_processes() + limits.processes)
+        _limit(resource.RLIMIT_NPROC, _own_processes() + limits["processes"])
 
 
 def _own_processes() -> int:
@@ -179,24 +186,57 @@ def read_only_paths() -> list[Path]:
     return [p for p in dict.fromkeys(paths) if p.is_dir() and p != Path("/")]
 
 
+@contextlib.contextmanager
+def lease_uid(preferred: int = 0):
+    """A sandbox user id that no other child uses meanwhile, in this process or another (two graders, or the
+    test workers): an exclusive lock on ``LOCK_DIR/<slot>.lock``, released when the block ends or the process
+    dies. Killing "every process of this uid" after a child is then safe."""
+    LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    while True:
+        for k in range(SLOTS):
+            slot = (preferred + k) % SLOTS
+            handle = open(LOCK_DIR / f"{slot}.lock", "a")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            try:
+                yield SANDBOX_UID + slot
+            finally:
+                handle.close()
+            return
+        time.sleep(0.1)
+
+
 def run_child(job: dict, limits: Limits, *, hide: list[Path], slot: int = 0, mode: str | None = None) -> ChildRun:
-    """Run ``python -m seqlab.grading.child`` on ``job`` under ``limits``; return its raw result lines."""
+    """Run ``python -m seqlab.grading.child`` on ``job`` under ``limits``; return its raw result lines.
+    ``slot``: the sandbox user id to try first (another is leased if it is in use)."""
     mode = mode or isolation_mode()
+    with lease_uid(slot) as uid:
+        return _run_child(job, limits, hide=hide, uid=uid, mode=mode)
+
+
+def _run_child(job: dict, limits: Limits, *, hide: list[Path], uid: int, mode: str) -> ChildRun:
     python = [sys.executable, "-m", "seqlab.grading.child"]
     if mode == "rlimits-only":
         command = python
     else:
-        command = [*_unshare_prefix(mode), mode, str(SANDBOX_UID + slot), str(limits.processes),
+        command = [*_unshare_prefix(mode), mode, str(uid), str(limits.processes),
                    *mount_plan(hide, mode), "--", *python]
     run = ChildRun()
     start = time.monotonic()
+    job = {**job, "limits": {"memory": limits.memory, "seconds": limits.seconds, "file": limits.file,
+                             "processes": limits.processes}}
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=child_environment(), cwd="/", preexec_fn=lambda: _set_limits(limits))
-    try:
-        proc.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
+                            env=child_environment(), cwd="/", start_new_session=True)
+    def send_job(data: bytes = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)) -> None:
+        try:                               # in a thread: a large job must not block the clock below
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+    threading.Thread(target=send_job, daemon=True).start()
     buffer, stderr = bytearray(), bytearray()
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ, "out")
@@ -226,7 +266,7 @@ def run_child(job: dict, limits: Limits, *, hide: list[Path], slot: int = 0, mod
     run.lines = bytes(buffer[: limits.output]).splitlines()
     run.stderr_tail = stderr.decode("utf-8", "replace")
     if mode == "namespaces+uid":
-        _kill_user(SANDBOX_UID + slot)
+        _kill_user(uid)
     return run
 
 
@@ -271,6 +311,16 @@ def _kill_user(uid: int, patience: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def leftover_processes(slot: int = 0) -> list[int]:
-    """Live process ids still running as the sandbox user of ``slot`` (a test asks that there are none)."""
-    return _processes_of(SANDBOX_UID + slot)
+def leftover_processes() -> list[int]:
+    """Live processes of a sandbox user id that no child holds any more: what a child left behind (a test
+    asks that there are none). A user id still leased belongs to a child that is running now."""
+    LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    found = []
+    for slot in range(SLOTS):
+        with open(LOCK_DIR / f"{slot}.lock", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            found += _processes_of(SANDBOX_UID + slot)
+    return found
