@@ -7,7 +7,8 @@ the grader runs as root), so that, strongest mode first:
   anything, loopback included); a new PID namespace whose processes all die with the child (a daemon or a
   fork bomb leaves nothing behind); a new mount namespace in which the instructor folder, the submissions, the
   output folder, ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are replaced by empty private mounts; and the code
-  runs as an unprivileged user id of its own (one of 60000-60063, leased with a lock file, see :func:`lease_uid`), so it can write nowhere it does not own.
+  runs as an unprivileged user id of its own (one of 60000-60063, leased with a lock file: :func:`lease_uid`),
+  so it can write nowhere it does not own.
 - **user-namespace** (an ordinary user whose kernel allows user namespaces): the same namespaces, but the
   code keeps the user's id; the course checkout and ``$HOME`` are mounted read-only instead.
 - **rlimits-only** (no ``unshare``, or the kernel refuses it): only the resource limits below. The grader says
