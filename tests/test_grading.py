@@ -343,3 +343,19 @@ def test_a_helper_defined_in_another_cell_is_flagged_and_explained():
     outcome = grader.grade_exercise(key, "perplexity", nb, limits=sandbox.Limits())
     assert outcome.score == 0 and any("my_helper, defined outside its answer cell" in f for f in outcome.flags)
     assert "define my_helper in the answer cell" in outcome.message
+
+
+def test_a_comparison_that_raises_fails_the_answer_not_the_batch(monkeypatch):
+    import dataclasses
+
+    from seqlab.exercises import EXERCISES
+
+    def choke(got, expected):
+        raise TypeError("cannot compare")
+
+    monkeypatch.setitem(EXERCISES, "perplexity", dataclasses.replace(EXERCISES["perplexity"], same=choke))
+    key = grader.build_key("01-why-sequences", {"perplexity": 1.0})
+    answer = 'def perplexity(probs):\n    return 1.0\ncheck("perplexity", perplexity)\n'
+    outcome = grader.grade_exercise(key, "perplexity", with_answers("01-why-sequences", {"perplexity": answer}),
+                                    limits=sandbox.Limits())
+    assert outcome.status == "failed" and outcome.score == 0 and all(c["hint"] for c in outcome.cases)

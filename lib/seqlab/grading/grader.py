@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.exercises import EXERCISES, Case, Exercise, expected_value, judge, measurement_args
+from seqlab.exercises import EXERCISES, Case, Exercise, Verdict, expected_value, judge, measurement_args
 from seqlab.exercises._core import _short
 from seqlab.grading import codec, sandbox
 from seqlab.grading.submissions import Submission, answer_plan
@@ -243,7 +243,10 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
                     row_out.update(status="not written")
                     result.cases.append(row_out)
                     continue
-                verdict = judge(ex, key.measurements.get(name, ()), kc.case, got, kc.expected)
+                try:
+                    verdict = judge(ex, key.measurements.get(name, ()), kc.case, got, kc.expected)
+                except Exception:       # a comparison that chokes on an odd answer fails it, never the batch
+                    verdict = Verdict(False, kc.case.hint or ex.hint, False)
                 row_out.update(status="passed" if verdict.passed else "failed", hint=verdict.hint,
                                diagnosed=verdict.diagnosed)
                 passed += verdict.passed
