@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import matplotlib
-import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import same_color
 
-from seqlab.colours import HIGHLIGHT
+from diagram_helpers import close_figures, faded_labels, label_text as texts, lit_patches  # noqa: F401
 from seqlab.diagrams import GRU_PARTS, LSTM_PARTS, Diagram, gru_cell, lstm_cell, multihead_attention, unrolled_rnn
-
-matplotlib.use("Agg")
-
-
-def texts(diagram: Diagram) -> str:
-    return " ".join(t.get_text() for t in diagram.figure.axes[0].texts)
 
 
 def lit_artists(diagram: Diagram) -> int:
-    ax = diagram.figure.axes[0]
-    return sum(same_color(p.get_edgecolor(), HIGHLIGHT) for p in ax.patches)
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+    return len(lit_patches(diagram))
 
 
 @pytest.mark.parametrize("draw, symbols", [
@@ -55,8 +40,7 @@ def test_a_gru_part_lights_up(part):
 
 
 def test_the_lstm_is_built_up_in_four_stages_the_later_parts_faded():
-    faded = [sum(same_color(t.get_color(), "#c8c8c8") for t in lstm_cell(stage=s).figure.axes[0].texts)
-             for s in (1, 2, 3, 4)]
+    faded = [faded_labels(lstm_cell(stage=s)) for s in (1, 2, 3, 4)]
     assert faded[0] > faded[1] > faded[2] > faded[3] == 0
     assert "stage 1 of 4" in lstm_cell(stage=1).alt and "stage" not in lstm_cell().alt
 
@@ -93,8 +77,7 @@ def test_masked_lm_shows_what_each_objective_lets_a_position_read():
     words = texts(diagram)
     assert "GPT: predict the next token" in words and "BERT: fill in the blank" in words
     assert "[M]" in words and "$x_{4}$" in words and "reads both sides" in words
-    faded = sum(same_color(t.get_color(), "#c8c8c8") for t in diagram.figure.axes[0].texts)
-    assert faded == 3, "GPT's position 3 cannot read x_4, x_5, x_6"
+    assert faded_labels(diagram) == 3, "GPT's position 3 cannot read x_4, x_5, x_6"
     assert "[MASK]" in diagram.alt and len(diagram.alt.split()) > 40
     assert same_color(diagram.figure.get_facecolor(), "white")
     with pytest.raises(ValueError, match="masked should be an int from 2 to 5"):

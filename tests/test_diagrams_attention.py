@@ -6,33 +6,21 @@ import json
 import math
 from pathlib import Path
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import same_color
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from seqlab.colours import HIGHLIGHT, WEIGHTS
-from seqlab.diagrams import Diagram, attention_decoder, self_attention
-
-matplotlib.use("Agg")
+from diagram_helpers import close_figures, faded_labels, label_text as texts, lit_patches  # noqa: F401
+from seqlab.colours import WEIGHTS
+from seqlab.diagrams import attention_decoder, self_attention
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-
-
-def texts(diagram: Diagram) -> str:
-    return " ".join(t.get_text() for t in diagram.figure.axes[0].texts)
 
 
 def markdown(notebook: str) -> str:
     cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
     return " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 @pytest.mark.parametrize("draw, symbols", [
@@ -48,7 +36,7 @@ def test_each_diagram_carries_the_symbols_of_its_equations_and_alt_text(draw, sy
     assert figure is diagram.figure and len(alt.split()) > 80
     assert all(symbol in texts(diagram) for symbol in symbols), [s for s in symbols if s not in texts(diagram)]
     assert same_color(figure.get_facecolor(), "white")      # opaque: legible on a dark theme
-    assert not any(same_color(p.get_edgecolor(), HIGHLIGHT) for p in figure.axes[0].patches)
+    assert not lit_patches(diagram)
 
 
 @pytest.mark.parametrize("notebook, symbols", [
@@ -75,8 +63,7 @@ def test_the_decoders_arrows_are_as_wide_as_their_weights():
 
 
 def test_self_attention_is_built_up_in_four_steps_the_later_ones_faded():
-    faded = [sum(same_color(t.get_color(), "#c8c8c8") for t in self_attention(step=s).figure.axes[0].texts)
-             for s in (1, 2, 3, 4)]
+    faded = [faded_labels(self_attention(step=s)) for s in (1, 2, 3, 4)]
     assert faded[0] > faded[1] > faded[2] > faded[3] == 0
     assert "step 1 of 4" in self_attention(step=1).alt and "faded" not in self_attention().alt
 

@@ -8,23 +8,14 @@ import re
 from itertools import combinations
 from pathlib import Path
 
-import matplotlib
-import matplotlib.pyplot as plt
 import pytest
-from matplotlib.colors import same_color
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import FancyArrowPatch
 
-from seqlab.colours import HIGHLIGHT
+from diagram_helpers import assert_legible, close_figures, labels as texts, lit_patches as lit_artists  # noqa: F401
 from seqlab.diagrams import Diagram, bidirectional_rnn, positional_encodings, stacked_rnn
 from seqlab.nn.positional import POSITIONAL_ENCODINGS
 
-matplotlib.use("Agg")
-
 NOTEBOOK_11 = Path(__file__).resolve().parent.parent / "notebooks" / "11-positional-encodings.ipynb"
-
-
-def texts(diagram: Diagram) -> list[str]:
-    return [t.get_text() for t in diagram.figure.axes[0].texts]
 
 
 def position_of(diagram: Diagram, text: str) -> tuple[float, float]:
@@ -32,10 +23,6 @@ def position_of(diagram: Diagram, text: str) -> tuple[float, float]:
     found = [t.get_position() for t in diagram.figure.axes[0].texts if t.get_text() == text]
     assert len(found) == 1, (text, found)
     return found[0]
-
-
-def lit_artists(diagram: Diagram) -> list:
-    return [p for p in diagram.figure.axes[0].patches if same_color(p.get_edgecolor(), HIGHLIGHT)]
 
 
 def crossing(a, b) -> bool:
@@ -48,12 +35,6 @@ def crossing(a, b) -> bool:
     return side(p, q, r) * side(p, q, s) < 0 and side(r, s, p) * side(r, s, q) < 0
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 DIAGRAMS = {"stacked_rnn": stacked_rnn, "stacked_rnn(1, 2)": lambda: stacked_rnn(1, 2),
             "stacked_rnn(4, 6)": lambda: stacked_rnn(layers=4, steps=6),
             "bidirectional_rnn": bidirectional_rnn, "bidirectional_rnn(2)": lambda: bidirectional_rnn(2),
@@ -63,27 +44,8 @@ DIAGRAMS = {"stacked_rnn": stacked_rnn, "stacked_rnn(1, 2)": lambda: stacked_rnn
 @pytest.mark.parametrize("name", DIAGRAMS)
 def test_each_diagram_is_opaque_described_and_its_labels_neither_overlap_nor_leave_the_figure(name):
     diagram = DIAGRAMS[name]()
-    figure, alt = diagram                                     # unpacks for show(*diagram)
-    assert figure is diagram.figure and len(alt.split()) > 80
-    assert same_color(figure.get_facecolor(), "white")        # opaque: legible on a dark theme
-    assert max(figure.get_size_inches()) < 9                  # a modest PNG in the notebook
-    figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
-    page, ax = figure.bbox, figure.axes[0]
-    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_text()]
-    for text, box in boxes:
-        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, f"clipped: {text}"
-    overlapping = [(a, b) for (a, box_a), (b, box_b) in combinations(boxes, 2) if box_a.overlaps(box_b)]
-    assert not overlapping
-    # a label centred on a box fits inside it
-    for patch in ax.patches:
-        if isinstance(patch, FancyBboxPatch) and patch.get_zorder() > 0:        # a box, not a panel's frame
-            inner = patch.get_window_extent(renderer)
-            for t in ax.texts:
-                if inner.contains(*ax.transData.transform(t.get_position())):
-                    label = t.get_window_extent(renderer)
-                    assert inner.x0 <= label.x0 and label.x1 <= inner.x1, f"wider than its box: {t.get_text()}"
-                    assert inner.y0 <= label.y0 and label.y1 <= inner.y1, f"taller than its box: {t.get_text()}"
+    assert_legible(diagram)
+    ax = diagram.figure.axes[0]
     # no two arrows cross (each FancyArrowPatch is one straight segment)
     segments = [p._posA_posB for p in ax.patches if isinstance(p, FancyArrowPatch)]
     assert segments and not [(a, b) for a, b in combinations(segments, 2) if crossing(a, b)]

@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import combinations
 from pathlib import Path
 
-import matplotlib
-import matplotlib.pyplot as plt
 import pytest
-from matplotlib.colors import same_color
-from matplotlib.patches import FancyBboxPatch
 
-from seqlab.colours import HIGHLIGHT
+from diagram_helpers import assert_legible, close_figures, faded_labels, labels as texts, lit_patches  # noqa: F401
 from seqlab.diagrams import Diagram, gpt_block, kv_cache, transformer
 from seqlab.models.gpt import GPT, GPTConfig
 
-matplotlib.use("Agg")
-
 NOTEBOOK_12 = Path(__file__).resolve().parent.parent / "notebooks" / "12-transformer.ipynb"
-
-
-def texts(diagram: Diagram) -> list[str]:
-    return [t.get_text() for t in diagram.figure.axes[0].texts]
 
 
 def text_at(diagram: Diagram, start: str) -> float:
@@ -34,13 +23,7 @@ def text_at(diagram: Diagram, start: str) -> float:
 
 
 def lit_artists(diagram: Diagram) -> int:
-    return sum(same_color(p.get_edgecolor(), HIGHLIGHT) for p in diagram.figure.axes[0].patches)
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+    return len(lit_patches(diagram))
 
 
 DIAGRAMS = {"transformer": transformer, "transformer pre-norm": lambda: transformer(norm_first=True),
@@ -50,27 +33,7 @@ DIAGRAMS = {"transformer": transformer, "transformer pre-norm": lambda: transfor
 
 @pytest.mark.parametrize("name", DIAGRAMS)
 def test_each_diagram_is_opaque_described_and_its_labels_neither_overlap_nor_leave_the_figure(name):
-    diagram = DIAGRAMS[name]()
-    figure, alt = diagram                                     # unpacks for show(*diagram)
-    assert figure is diagram.figure and len(alt.split()) > 80
-    assert same_color(figure.get_facecolor(), "white")        # opaque: legible on a dark theme
-    assert max(figure.get_size_inches()) < 9                  # a modest PNG in the notebook
-    figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
-    page = figure.bbox
-    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in figure.axes[0].texts if t.get_text()]
-    for text, box in boxes:
-        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, f"clipped: {text}"
-    overlapping = [(a, b) for (a, box_a), (b, box_b) in combinations(boxes, 2) if box_a.overlaps(box_b)]
-    assert not overlapping
-    # a label centred on a box fits inside it
-    for patch in figure.axes[0].patches:
-        if isinstance(patch, FancyBboxPatch) and patch.get_zorder() > 0:        # a box, not a stack's frame
-            inner = patch.get_window_extent(renderer)
-            for t in figure.axes[0].texts:
-                if inner.contains(*figure.axes[0].transData.transform(t.get_position())):
-                    label = t.get_window_extent(renderer)
-                    assert inner.x0 <= label.x0 and label.x1 <= inner.x1, f"wider than its box: {t.get_text()}"
+    assert_legible(DIAGRAMS[name]())
 
 
 def test_the_transformer_has_both_stacks_and_every_part_of_the_paper():
@@ -140,8 +103,7 @@ def test_the_kv_cache_holds_t_rows_of_which_only_the_last_is_new(t):
         assert f"${name}_{{{t}}} = x_{{{t}}} W_{name.upper()}$" in labels          # only the new token is projected
     assert f"$q_{{{t}}} = x_{{{t}}} W_Q$" in labels and f"$K$ cache\n$({t}, d_k)$" in labels
     assert any(f"{t} key" in s for s in labels)
-    faded = sum(same_color(x.get_color(), "#c8c8c8") for x in diagram.figure.axes[0].texts)
-    assert faded == t - 1                                                          # the tokens not fed again
+    assert faded_labels(diagram) == t - 1                                           # the tokens not fed again
     assert lit_artists(diagram) >= 6                                # x_t, q_t, k_t, v_t and the two appended rows
     assert f"step {t}" in diagram.alt and f"all {t} cached rows" in diagram.alt and "red" in diagram.alt
 
