@@ -327,7 +327,8 @@ RESULT_FOLD = ("<details>\n<summary>What the measurement shows (open it after yo
                "and run the check)</summary>\n\n{text}\n\n</details>")
 
 
-def _source(cell: dict) -> str:
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (nbformat stores a list of lines)."""
     return "".join(cell.get("source", ""))
 
 
@@ -340,7 +341,7 @@ def without_reveals(nb: dict) -> dict:
     for cell in filter(is_reveal, cells):
         cell["outputs"], cell["execution_count"] = [], None
     for i, cell in enumerate(cells):
-        if cell.get("cell_type") != "code" or not re.search(r'\bcheck\(\s*"predict_', _source(cell)):
+        if cell.get("cell_type") != "code" or not re.search(r'\bcheck\(\s*"predict_', cell_source(cell)):
             continue
         end = i + 1
         while end < len(cells) and is_reveal(cells[end]):
@@ -348,7 +349,7 @@ def without_reveals(nb: dict) -> dict:
         revealed = is_reveal(cell) or end > i + 1            # the check, or the cells after it, show the measurement
         if not revealed or end >= len(cells) or cells[end].get("cell_type") != "markdown":
             continue
-        text = _source(cells[end])
+        text = cell_source(cells[end])
         if re.match(r"#{1,2} ", text) or text.lstrip().startswith("<details>"):     # a new section, a solution
             continue
         cells[end]["source"] = RESULT_FOLD.format(text=text.strip())

@@ -35,19 +35,15 @@ CHECK_CALL = re.compile(r'\bcheck\(\s*"(\w+)"')
 POSTED_LATER = "*The solution to this exercise will be posted after the deadline.*"
 
 
-def _source(cell: dict) -> str:
-    return "".join(cell.get("source", ""))
-
-
 def student_notebook(nb: dict) -> tuple[dict, list[str]]:
     """The student version of a course notebook (a new dict) and the exercises it asks for, in order."""
     nb = course.without_reveals(json.loads(json.dumps(nb)))
     cells, exercises = [], []
     for cell in nb["cells"][:-1]:                     # the last cell asserts the claims, answers in hand
-        if cell["cell_type"] == "markdown" and SOLUTION.search(_source(cell)):
-            cell["source"] = [SOLUTION.sub(POSTED_LATER, _source(cell))]
+        if cell["cell_type"] == "markdown" and SOLUTION.search(course.cell_source(cell)):
+            cell["source"] = [SOLUTION.sub(POSTED_LATER, course.cell_source(cell))]
         elif cell["cell_type"] == "code":
-            names = CHECK_CALL.findall(_source(cell))
+            names = CHECK_CALL.findall(course.cell_source(cell))
             if names:
                 cell.setdefault("metadata", {})["seqlab"] = {"exercise": names[0]}
                 exercises.extend(n for n in names if n not in exercises)

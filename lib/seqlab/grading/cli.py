@@ -39,7 +39,7 @@ from datetime import date
 from pathlib import Path
 
 from seqlab.grading import grader, plan, reports, sandbox, semester
-from seqlab.grading.submissions import CHECK_CALL, Submission, collect, parse_notebook
+from seqlab.grading.submissions import Submission, collect, exercises_in, parse_notebook
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
 CHECKOUT = PACKAGE_ROOT.parent
@@ -59,11 +59,7 @@ def exercise_points(path: Path, release: Path | None) -> dict[str, float]:
     unless the release's ``manifest.json`` says otherwise)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = nb["cells"] if release is not None else nb["cells"][:-1]    # a course notebook's last cell asserts
-    names: list[str] = []
-    for cell in cells:
-        if cell["cell_type"] == "code":
-            names += [n for n in CHECK_CALL.findall("".join(cell["source"])) if n not in names]
-    points = {name: 1.0 for name in names}
+    points = {name: 1.0 for name in exercises_in(cells)}
     manifest = release / "manifest.json" if release is not None else None
     if manifest is not None and manifest.exists():
         listed = json.loads(manifest.read_text(encoding="utf-8"))["notebooks"].get(path.name, {}).get("exercises", {})

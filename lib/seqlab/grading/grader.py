@@ -222,12 +222,13 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
     key_cases = key.cases[name]
     job = {"exercise": name, "imports": list(plan.imports), "cells": list(plan.cells), "target": plan.target,
            "hidden": [kc.case.args for kc in key_cases if kc.hidden]}
-    if graded_for_completion(key, name):
+    completion = graded_for_completion(key, name)
+    if completion:
         job["hidden"] = []
     run = sandbox.run_child(job, limits, hide=key.private, slot=slot, mode=mode)
     result.seconds = round(run.seconds, 2)
     rows, events = _case_rows(key, name, run)
-    if graded_for_completion(key, name):
+    if completion:
         return _judge_completion(result, rows[0], events, run)
     passed = 0.0
     for row, kc in zip(rows, key_cases):

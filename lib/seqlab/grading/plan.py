@@ -25,6 +25,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from seqlab.exercises import EXERCISES
+from seqlab.grading.submissions import exercises_in
 
 
 @dataclass(frozen=True)
@@ -197,10 +198,7 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
             what = re.sub(r"\s+", " ", re.sub(r"^#+ [^\n]*\n*", "", before)).strip()
             lines.append(f"- cell {i} ({heading}): {', '.join(used)}. {what[:300]}")
         lines.append("")
-    names = []
-    for c, s in zip(cells[:-1], sources[:-1]):
-        if c["cell_type"] == "code":
-            names += [n for n in re.findall(r'\bcheck\(\s*"(\w+)"', s) if n not in names]
+    names = exercises_in(cells[:-1])                       # the last cell asserts the claims, answers in hand
     polls = [n for n in names if EXERCISES[n].is_prediction]
     if polls:
         lines += ["## Prediction polls (ask the room before running the measurement)", ""]

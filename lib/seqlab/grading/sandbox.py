@@ -89,18 +89,7 @@ def apply_limits(limits: dict) -> None:
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, 256)
     if os.getuid() != 0:                   # as root the count applies after setpriv: see the wrapper
-        _limit(resource.RLIMIT_NPROC, _own_processes() + limits["processes"])
-
-
-def _own_processes() -> int:
-    uid, count = os.getuid(), 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                count += entry.stat().st_uid == uid
-            except OSError:
-                pass
-    return count
+        _limit(resource.RLIMIT_NPROC, len(_processes_of(os.getuid(), zombies=True)) + limits["processes"])
 
 
 # The namespaces' pid 1 runs this shell: hide folders, then drop privileges (root) and start the child.
@@ -286,13 +275,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
         stream.close()
 
 
-def _processes_of(uid: int) -> list[int]:
-    """Live (not zombie) processes running as ``uid``."""
+def _processes_of(uid: int, *, zombies: bool = False) -> list[int]:
+    """Processes running as ``uid``: the live ones, or with ``zombies`` also those not yet reaped (which
+    RLIMIT_NPROC counts)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if entry.stat().st_uid == uid and ") Z " not in (entry / "stat").read_text():
+                if entry.stat().st_uid == uid and (zombies or ") Z " not in (entry / "stat").read_text()):
                     found.append(int(entry.name))
             except OSError:
                 pass

@@ -197,6 +197,15 @@ MAGIC = re.compile(r"^\s*[%!]")
 CHECK_CALL = re.compile(r'\bcheck\(\s*"(\w+)"')
 
 
+def exercises_in(cells: list[dict]) -> list[str]:
+    """The exercises the code cells among ``cells`` check, in notebook order, each once."""
+    names: list[str] = []
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            names += [n for n in CHECK_CALL.findall(_source(cell)) if n not in names]
+    return names
+
+
 def _parse(source: str) -> tuple[ast.Module | None, list[str]]:
     """A cell's code as a module; IPython lines (``%time``, ``!pip``) are left out and reported."""
     lines, notes = [], []
