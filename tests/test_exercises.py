@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqlab.exercises import EXERCISES, NOTEBOOK_MODULES, check, exercises_of
+from seqlab.exercises import EXERCISES, NOTEBOOK_MODULES, check, exercises_of, plug_in
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -118,3 +118,32 @@ def test_every_exercise_belongs_to_exactly_one_notebook():
     owners = {name: [m for m in NOTEBOOK_MODULES if name in exercises_of(m[:4])] for name in EXERCISES}
     assert all(len(found) == 1 for found in owners.values()), {n: f for n, f in owners.items() if len(f) != 1}
     assert "bptt_step" in exercises_of("nb03")
+
+
+def test_plug_in_runs_the_students_function_once_written_and_the_reference_until_then():
+    reference = EXERCISES["gru_cell"].reference
+
+    def unwritten(*args):
+        raise NotImplementedError
+
+    def crashes(*args):
+        raise IndexError("oops")
+
+    def keeps_the_old_state(x, h, *weights):          # a mistake check() catches
+        return h.clone()
+
+    for fn, why in [(unwritten, "not written yet"), (42, "not written yet"), (crashes, "raised IndexError")]:
+        plugged = plug_in("gru_cell", fn)
+        assert plugged.fn is reference and not plugged.yours and why in plugged.label
+    right = plug_in("gru_cell", reference)
+    assert right.yours and right.passed and right.label == "your gru_cell"
+    wrong = plug_in("gru_cell", keeps_the_old_state)
+    assert wrong.fn is keeps_the_old_state and wrong.yours and not wrong.passed and "mistake" in wrong.label
+
+
+def test_plug_in_refuses_a_prediction_and_an_unknown_name():
+    prediction = next(name for name, ex in EXERCISES.items() if ex.is_prediction)
+    with pytest.raises(ValueError, match="only a function exercise"):
+        plug_in(prediction, lambda: 1.0)
+    with pytest.raises(KeyError, match="no exercise named"):
+        plug_in("no_such_exercise", lambda: 1.0)

@@ -8,8 +8,8 @@ imported here, which registers its exercises. ``exercises_of("nb04")`` lists one
 import importlib
 import pkgutil
 
-from seqlab.exercises._core import (EXERCISES, REGISTERED_BY, Case, CheckResult, Exercise, Measured, Verdict, check,
-                                   expected_value, judge, measurement_args, register)
+from seqlab.exercises._core import (EXERCISES, REGISTERED_BY, Case, CheckResult, Exercise, Measured, Plugged, Verdict, check,
+                                   expected_value, judge, measurement_args, plug_in, register)
 
 NOTEBOOK_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("nb"))
 for _module in NOTEBOOK_MODULES:
@@ -22,5 +22,5 @@ def exercises_of(notebook: str) -> dict[str, Exercise]:
     return {name: ex for name, ex in EXERCISES.items() if REGISTERED_BY[name].startswith(prefix)}
 
 
-__all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "Verdict", "check",
-           "exercises_of", "expected_value", "judge", "measurement_args", "register"]
+__all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "Plugged", "Verdict", "check",
+           "exercises_of", "expected_value", "judge", "measurement_args", "plug_in", "register"]

@@ -298,3 +298,42 @@ def tensor_hint(got: Any, expected: Tensor) -> str | None:
     if got.shape != expected.shape:
         return f"the result should have shape {tuple(expected.shape)}, got {tuple(got.shape)}."
     return None
+
+
+@dataclass(frozen=True)
+class Plugged:
+    """What a build-and-watch cell runs: ``fn``, whose ``label`` titles the run, and whether it is the student's."""
+
+    fn: Callable[..., Any]
+    label: str
+    yours: bool
+    passed: bool
+
+
+def plug_in(name: str, student_fn: Callable[..., Any]) -> Plugged:
+    """The student's function for a build-and-watch cell once it is written, else the exercise's reference.
+
+    A build-and-watch exercise asks for a piece built from the equations, then runs it inside something
+    real (a trained model, a training run) so that the student watches it work. A written answer is used
+    even when :func:`check` fails it, so that the student watches what the mistake does; an unwritten one
+    (``raise NotImplementedError``), one that is not a function, or one that raises on the first case is
+    replaced by the reference, and ``label`` says so. The committed notebook, whose exercises are unwritten,
+    therefore shows the reference's run.
+    """
+    if name not in EXERCISES:
+        raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
+    ex = EXERCISES[name]
+    if ex.is_prediction or ex.measured is not None:
+        raise ValueError(f"{name} is judged against a measurement; only a function exercise can be plugged in")
+    reference = Plugged(ex.reference, f"the reference {name} (yours is not written yet)", False, False)
+    if not callable(student_fn):
+        return reference
+    try:
+        student_fn(*copy.deepcopy(ex.cases[0].args))
+    except NotImplementedError:
+        return reference
+    except Exception as err:  # the student's code fails: the run shows the reference and says why
+        return Plugged(ex.reference, f"the reference {name} (yours raised {type(err).__name__})", False, False)
+    if check(name, student_fn):
+        return Plugged(student_fn, f"your {name}", True, True)
+    return Plugged(student_fn, f"your {name} (check() finds a mistake: watch what it does)", True, False)
