@@ -43,7 +43,7 @@ def _browser_latency_summary(terminalreporter) -> None:
         return
     data = json.loads(latency.read_text())
     terminalreporter.section("widget latency in a real browser (control -> new picture)")
-    for notebook, widgets in data["fixtures"].items():
+    for notebook, widgets in data.get("fixtures", {}).items():   # an older run wrote "notebooks"
         for name, widget in widgets.items():
             for slider, w in widget["sliders"].items():
                 terminalreporter.write_line(f"{w['median_ms']:7.0f} ms  median of {len(w['samples_ms'])} moves  "
