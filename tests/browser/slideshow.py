@@ -7,8 +7,8 @@ jupyterlab-rise slideshow that the course used before opens a separate page with
 JupyterLab core, in which no ipywidgets 8 widget manager can load: see README, "Presenting".)
 
 ``present(page, notebook, widget_cells)`` runs on a notebook that is already open and executed (the widget
-test has just run its fixture notebook, so nothing is run twice): at 1280x720 it starts the slideshow, steps through every
-slide and sub-slide with ``deck:down`` / ``deck:forward`` (what the space bar does) and measures each
+test has just run its fixture notebook, so nothing is run twice): at 1280x720 it starts the slideshow, steps
+through every slide and sub-slide with ``deck:down`` / ``deck:forward`` (what the space bar does) and measures each
 slide's height (the cells on screen, top of the first to bottom of the last). On each widget's
 slide: the widget is alone on its slide and the slide's height is compared with 720 px; the first
 widget cell runs again from its slide (Shift+Enter's ``notebook:run-cell``), and moving the new

@@ -85,7 +85,7 @@ def _latency(page, widget, label: str, what: str, act, kernel_ms: list[int]) -> 
 
 
 
-# -- the phases of one fixture notebook --------------------------------------------------------------------
+# -- the phases of one fixture notebook ------------------------------------------------------------
 
 def _sliders_redraw(page, notebook: str, expected: int) -> dict:
     """Phase 1: move every slider of every widget once, then each back and forth; then the same with

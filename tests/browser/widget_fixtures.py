@@ -33,7 +33,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 @dataclass(frozen=True)
 class WidgetFixture:
     """``setup``: imports and small inputs (the set-up cell); ``widgets``: (name, code) per widget, the code
-    building ``name``, which its cell then shows; ``exercises``: the widget classes it builds."""
+    building ``name``, which its cell then shows (the last line of a widget cell is that name)."""
 
     name: str
     title: str
@@ -151,7 +151,8 @@ from seqlab.widgets import PositionalExplorer
 # as notebook 11's: a learned table (64 positions, 32 wide) shown beside the fixed encodings
 learned_table = 0.02 * torch.randn(64, 32, generator=torch.Generator().manual_seed(0))
 ''',
-        (("explorer", 'explorer = PositionalExplorer(learned=learned_table, learned_label="random, as at initialisation")'),)),
+        (("explorer", "explorer = PositionalExplorer(learned=learned_table,\n"
+                      '                              learned_label="random, as at initialisation")'),)),
 )
 
 
@@ -218,8 +219,8 @@ def fixture_notebook(fixture: WidgetFixture) -> nbformat.NotebookNode:
     names = ", ".join(name for name, _ in fixture.widgets)
     cells += [v4.new_markdown_cell("## After the widgets"),
               v4.new_code_cell(f"assert all(w.redraws >= 1 for w in [{names}])\nprint('all claims hold')")]
-    nb = v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                                               "language": "python"}})
+    kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb = v4.new_notebook(cells=cells, metadata={"kernelspec": kernel})
     widget_cells = fixture_widget_cells(nb)
     for i in widget_cells:                 # the slide rule reads widgets from outputs: as if these had run
         nb.cells[i].outputs = [v4.new_output("display_data", data={WIDGET_MIME: {}})]
