@@ -1,5 +1,6 @@
-"""Repository-wide pytest hooks: a per-notebook run-time report, the slowest test files (and the browser
-tests' latency), and one run per widget notebook (``pytest_collection_modifyitems``).
+"""Repository-wide pytest hooks that report and never select: a per-notebook run-time report, the slowest
+test files and the browser tests' latency. No hook here adds or drops a test: ``-k``, ``-m`` and
+``--deselect`` mean what pytest says (tests/test_root_conftest.py), and every notebook runs under nbval.
 
 nbval turns each notebook cell into one test item; this sums their durations per notebook and
 prints a table at the end of the run (and writes it to test-artifacts/notebook-times.json), so
@@ -13,8 +14,6 @@ import json
 import time
 from collections import defaultdict
 from pathlib import Path
-
-import pytest
 
 NOTEBOOK_BUDGET_S = 90.0
 _notebook_seconds: dict[str, float] = defaultdict(float)
@@ -30,40 +29,6 @@ def pytest_runtest_logreport(report):
         _notebook_seconds[path] += report.duration
         if report.failed:
             _failed_notebooks.add(path)
-    for name, value in report.user_properties:          # a widget notebook that its browser test ran instead
-        if name == "notebook_run_s" and report.when == "call":
-            notebook, seconds = value
-            _notebook_seconds[f"notebooks/{notebook} (Run All in JupyterLab)"] += seconds
-
-
-def _browser_can_run() -> bool:
-    """Playwright and a Chromium are there: the browser tests will run, not skip."""
-    from importlib.util import find_spec
-
-    from testbed import find_chromium
-    return find_spec("playwright") is not None and find_chromium() is not None
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config, items):
-    """A widget notebook runs once per session: when its browser test (tests/browser/test_widgets_in_lab.py)
-    is selected and can run, that test's Run All Cells is the notebook's run, and nbval's items for it
-    are left out. The browser test checks what they would have: no error, every claim (the last cell's
-    assertions), and the outputs of the cells tagged nbval-check-output (tests/browser/checked_outputs.py).
-    Run alone (``pytest notebooks/``, the ``--profiles`` runs), without a browser, or with the browser test
-    deselected (``-k``, ``-m``, ``--deselect``), nbval runs them as ever.
-
-    trylast: pytest's own ``-k`` / ``-m`` (mark plugin) and ``--deselect`` (main) hooks have filtered
-    ``items`` by then, so this sees the browser tests that will really run (tests/test_root_conftest.py)."""
-    in_browser = {item.cls.notebook for item in items
-                  if item.nodeid.startswith("tests/browser/test_widgets_in_lab.py::TestNotebook_")}
-    if not in_browser or not _browser_can_run():
-        return
-    paths = {f"notebooks/{notebook}" for notebook in in_browser}
-    left_out = [item for item in items if item.nodeid.split("::", 1)[0] in paths]
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if item.nodeid.split("::", 1)[0] not in paths]
 
 
 def pytest_sessionstart(session):
@@ -78,7 +43,7 @@ def _browser_latency_summary(terminalreporter) -> None:
         return
     data = json.loads(latency.read_text())
     terminalreporter.section("widget latency in a real browser (control -> new picture)")
-    for notebook, widgets in data["notebooks"].items():
+    for notebook, widgets in data.get("fixtures", {}).items():   # an older run wrote "notebooks"
         for name, widget in widgets.items():
             for slider, w in widget["sliders"].items():
                 terminalreporter.write_line(f"{w['median_ms']:7.0f} ms  median of {len(w['samples_ms'])} moves  "

@@ -69,7 +69,7 @@ def parallel_arguments(args: list[str], cpus: int | None = None) -> list[str]:
 
     ``--dist loadscope``, pytest-xdist's own rule: a worker gets the test functions of one module, or the
     tests of one class, as one unit. So the cells of one notebook stay on one worker, in order (nbval runs
-    them in one kernel), each test module too (its fixtures are built once), and each widget notebook's
+    them in one kernel), each test module too (its fixtures are built once), and each widget fixture's
     browser test, a class of its own in tests/browser/test_widgets_in_lab.py, is a unit of its own, so that
     the slow ones spread out. ``--no-loadscope-reorder`` keeps collection order, which starts with the
     browser tests, the longest.

@@ -1,4 +1,4 @@
-"""testbed's comparison rule (what the browser test and scripts/portability.py compare) agrees with nbval's own
+"""testbed's comparison rule (what scripts/portability.py compares) agrees with nbval's own
 comparison, on every cell of the committed notebooks that nbval compares, and on changes to each."""
 
 from __future__ import annotations
@@ -100,3 +100,17 @@ def test_the_rule_reads_raw_notebook_json_as_nbformat_does():
     for raw_cell, cell in zip(raw, read):
         if cell.cell_type == "code":
             assert compared_texts(raw_cell["outputs"], patterns) == compared_texts(cell.outputs, patterns)
+
+
+def test_streams_are_joined_per_name_with_carriage_returns_and_backspaces_applied():
+    split = [nbformat.v4.new_output("stream", name="stdout", text="step 1\r"),
+             nbformat.v4.new_output("stream", name="stderr", text="warning\n"),
+             nbformat.v4.new_output("stream", name="stdout", text="step 2\ndone\n")]
+    whole = [nbformat.v4.new_output("stream", name="stdout", text="step 2\ndone\n"),
+             nbformat.v4.new_output("stream", name="stderr", text="warning\n")]
+    assert compared_texts(split, []) == compared_texts(whole, []) == {"stdout": ["step 2\ndone\n"],
+                                                                      "stderr": ["warning\n"]}
+    backspaced = [nbformat.v4.new_output("stream", name="stdout", text="epoch 1\x082\n")]
+    assert compared_texts(backspaced, []) == {"stdout": ["epoch 2\n"]}
+    result = [nbformat.v4.new_output("execute_result", data={"text/plain": "1", "image/png": "x"}, execution_count=3)]
+    assert compared_texts(result, []) == {"text/plain": ["1"]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import platform
@@ -233,13 +232,12 @@ def test_make_test_runs_on_one_worker_per_core_unless_the_user_chose():
         assert course.parallel_arguments(chosen, cpus=2) == [], chosen
 
 
-def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_its_own():
+def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_fixture_its_own():
     """`make test` runs pytest-xdist's `--dist loadscope`, which hands a worker the test functions of one module,
     or the tests of one class, as one unit: what a test's id names before its last '::'. So a notebook's cells
-    stay in one kernel, in order, and each widget notebook's browser test, the longest, is a unit of its own.
-    A widget notebook (04) whose browser test is selected too runs there only, if a browser can run: nbval's
-    items for it are deselected (the root conftest; with the browser test deselected by -k, -m or --deselect
-    they run: tests/test_root_conftest.py); a notebook without widgets (02) keeps its nbval items."""
+    stay in one kernel, in order, and each widget fixture's browser test, the longest, is a unit of its own.
+    A widget notebook (04) keeps its nbval items beside the browser tests, as a notebook without widgets (02)
+    does: every notebook runs under nbval (tests/test_root_conftest.py)."""
     collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
                                 "notebooks/02-rnn.ipynb", "notebooks/04-lstm.ipynb", "tests/test_hmm.py",
                                 "tests/browser/test_widgets_in_lab.py"],
@@ -248,20 +246,14 @@ def test_each_notebook_and_module_is_one_xdist_unit_and_each_browser_notebook_it
     units: dict[str, list[str]] = {}
     for test in (line for line in collected.stdout.splitlines() if "::" in line):
         units.setdefault(test.rsplit("::", 1)[0], []).append(test)
-    assert len(units["notebooks/02-rnn.ipynb"]) > 10 and len(units["tests/test_hmm.py"]) > 1
-    browser = [unit for unit in units if "::TestNotebook_" in unit]
+    assert len(units["notebooks/02-rnn.ipynb"]) > 10 and len(units["notebooks/04-lstm.ipynb"]) > 10
+    assert len(units["tests/test_hmm.py"]) > 1
+    browser = [unit for unit in units if "::TestFixture_" in unit]
     assert len(browser) >= 2 and all(len(units[unit]) == 1 for unit in browser), units
-    assert "tests/browser/test_widgets_in_lab.py::TestNotebook_04_lstm" in browser
-    browser_can_run = importlib.util.find_spec("playwright") is not None and course.find_chromium() is not None
-    widget_notebook = {"notebooks/04-lstm.ipynb"} if not browser_can_run else set()
-    assert set(units) == {"notebooks/02-rnn.ipynb", "tests/test_hmm.py", "tests/browser/test_widgets_in_lab.py",
-                          *browser, *widget_notebook}
-    if browser_can_run:
-        deselected = re.search(r"(\d+) deselected", collected.stdout)
-        alone = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-                                "notebooks/04-lstm.ipynb"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-        cells = sum("::" in line for line in alone.stdout.splitlines())
-        assert deselected and int(deselected.group(1)) == cells > 10, collected.stdout[-500:]
+    assert "tests/browser/test_widgets_in_lab.py::TestFixture_gate_explorer" in browser
+    assert set(units) == {"notebooks/02-rnn.ipynb", "notebooks/04-lstm.ipynb", "tests/test_hmm.py",
+                          "tests/browser/test_widgets_in_lab.py", *browser}
+    assert "deselected" not in collected.stdout, collected.stdout[-500:]
 
 
 def _capability_under(profile: str) -> str:

@@ -1,13 +1,15 @@
-"""The root conftest's one-run-per-widget-notebook rule respects pytest's own selection.
+"""pytest's own selection means what pytest says: every notebook's nbval items run unless the user's ``-k``,
+``-m`` or ``--deselect`` leaves them out, whatever browser test is selected beside them.
 
-A widget notebook's nbval items are left out only when its browser test is still selected after ``-k``,
-``-m`` and ``--deselect``. Checked on a tiny tree (a two-cell notebook, a stand-in browser test class,
-the root conftest's hook with a browser taken as present), by collection only: nothing runs.
+Checked on a tiny tree (two two-cell notebooks, a stand-in for a browser test class, the repository's real
+root conftest loaded whole), by collection only: nothing runs. And on the repository itself: collecting a
+widget notebook together with the browser tests deselects nothing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +18,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# the repository's root conftest, every hook of it, in the tiny tree
 TREE_CONFTEST = f"""
 import importlib.util
 
 _spec = importlib.util.spec_from_file_location("seqlab_root_conftest", {str(ROOT / "conftest.py")!r})
 _root = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_root)
-_root._browser_can_run = lambda: True
-pytest_collection_modifyitems = _root.pytest_collection_modifyitems
+globals().update({{name: value for name, value in vars(_root).items() if name.startswith("pytest_")}})
 """
 
 BROWSER_TEST = """
@@ -31,9 +33,7 @@ import pytest
 
 
 @pytest.mark.browser
-class TestNotebook_00_tiny:
-    notebook = "00-tiny.ipynb"
-
+class TestFixture_live_figure:
     def test_widgets_in_jupyterlab(self):
         pass
 """
@@ -43,7 +43,7 @@ addopts = --nbval-lax -p no:cacheprovider -p no:xdist
 markers = browser: a real-browser test
 """
 
-BROWSER = "tests/browser/test_widgets_in_lab.py::TestNotebook_00_tiny::test_widgets_in_jupyterlab"
+BROWSER = "tests/browser/test_widgets_in_lab.py::TestFixture_live_figure::test_widgets_in_jupyterlab"
 
 
 def _notebook(*sources: str) -> str:
@@ -61,8 +61,8 @@ def tree(tmp_path_factory) -> Path:
     (root / "pytest.ini").write_text(INI)
     (root / "conftest.py").write_text(TREE_CONFTEST)
     (root / "tests" / "browser" / "test_widgets_in_lab.py").write_text(BROWSER_TEST)
-    (root / "notebooks" / "00-tiny.ipynb").write_text(_notebook("x = 1", "assert x == 1"))
-    (root / "notebooks" / "01-other.ipynb").write_text(_notebook("y = 2"))
+    (root / "notebooks" / "00-widgets.ipynb").write_text(_notebook("x = 1", "assert x == 1"))
+    (root / "notebooks" / "01-other.ipynb").write_text(_notebook("y = 2", "assert y == 2"))
     return root
 
 
@@ -73,18 +73,33 @@ def _selected(tree: Path, *options: str) -> set[str]:
     return {line for line in result.stdout.splitlines() if "::" in line}
 
 
-TINY = {"notebooks/00-tiny.ipynb::Cell 0", "notebooks/00-tiny.ipynb::Cell 1"}
-OTHER = {"notebooks/01-other.ipynb::Cell 0"}
+WIDGETS = {"notebooks/00-widgets.ipynb::Cell 0", "notebooks/00-widgets.ipynb::Cell 1"}
+OTHER = {"notebooks/01-other.ipynb::Cell 0", "notebooks/01-other.ipynb::Cell 1"}
 
 
 @pytest.mark.parametrize("options, expected", [
-    pytest.param((), {BROWSER, *OTHER}, id="browser-test-selected"),
-    pytest.param(("-k", "00"), {BROWSER}, id="k-selects-both"),
-    pytest.param(("-k", "not browser"), {*TINY, *OTHER}, id="k-deselects-browser-test"),
-    pytest.param(("-m", "not browser"), {*TINY, *OTHER}, id="m-deselects-browser-test"),
-    pytest.param(("--deselect", "tests/browser/test_widgets_in_lab.py::TestNotebook_00_tiny"), {*TINY, *OTHER},
+    pytest.param((), {BROWSER, *WIDGETS, *OTHER}, id="everything"),
+    pytest.param(("-k", "not browser"), {*WIDGETS, *OTHER}, id="k-deselects-browser-test"),
+    pytest.param(("-m", "not browser"), {*WIDGETS, *OTHER}, id="m-deselects-browser-test"),
+    pytest.param(("--deselect", "tests/browser/test_widgets_in_lab.py::TestFixture_live_figure"), {*WIDGETS, *OTHER},
                  id="deselect-browser-test"),
-    pytest.param(("-k", "not other"), {BROWSER}, id="k-keeps-browser-test"),
+    pytest.param(("--deselect", "tests/browser/test_widgets_in_lab.py"), {*WIDGETS, *OTHER},
+                 id="deselect-browser-module"),
+    pytest.param(("-k", "widgets"), {BROWSER, *WIDGETS}, id="k-selects-both"),
+    pytest.param(("-k", "browser"), {BROWSER}, id="k-selects-browser-test-only"),
+    pytest.param(("-k", "not other"), {BROWSER, *WIDGETS}, id="k-keeps-browser-test-and-notebook"),
 ])
-def test_widget_notebook_cells_are_left_out_only_when_its_browser_test_stays_selected(tree, options, expected):
+def test_selection_is_pytests_own(tree, options, expected):
     assert _selected(tree, *options) == expected
+
+
+def test_a_widget_notebook_collected_beside_the_browser_tests_keeps_its_cells():
+    """The repository itself: no hook deselects a notebook's nbval items behind the user's back."""
+    collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
+                                "notebooks/04-lstm.ipynb", "tests/browser/test_widgets_in_lab.py"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert not re.search(r"\d+ deselected", collected.stdout), collected.stdout[-500:]
+    cells = [line for line in collected.stdout.splitlines() if line.startswith("notebooks/04-lstm.ipynb::")]
+    fixtures = [line for line in collected.stdout.splitlines() if "::TestFixture_" in line]
+    assert len(cells) > 10 and len(fixtures) >= 5, collected.stdout[-1500:]

@@ -2,8 +2,8 @@
 
 Opening JupyterLab and a notebook, waiting for the kernel's status, Run All Cells, finding a widget's
 controls and moving one until the kernel answers with a redraw (``__seqlabSnap`` /
-``__seqlabChanged`` in ``INIT_SCRIPT``, defined in every page). The notebooks with live widgets are
-found from their saved outputs (``WIDGET_NOTEBOOKS``).
+``__seqlabChanged`` in ``INIT_SCRIPT``, defined in every page). The committed notebooks with live widgets
+are found from their saved outputs (``WIDGET_NOTEBOOKS``: test_lab_audit.py opens them without a kernel).
 
 Every wait is bounded: ``_wait`` (wait_for_function) by its timeout, every script run in a page by
 ``evaluate`` (Playwright's own evaluate has no timeout: a promise that never settles would wait forever).
@@ -33,7 +33,7 @@ EVIDENCE = ARTIFACTS / "failed"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 PAGE_TIMEOUT_S = 60          # JupyterLab to load, a kernel to start, widgets to show up
-RUN_ALL_TIMEOUT_S = 300      # a whole notebook (the budget is 90 s; busy CI machines are slower)
+RUN_ALL_TIMEOUT_S = 120      # a widget fixture notebook (seconds alone; busy CI machines are slower)
 REDRAW_TIMEOUT_S = 10        # one slider move to a new picture (typically well under 1 s)
 EVALUATE_TIMEOUT_S = 60      # one script in the page: a command, a fetch, a few animation frames
 SCREENSHOT_TIMEOUT_S = 10    # the evidence's screenshot (a page whose thread is blocked gives none)
@@ -375,8 +375,8 @@ def _run_all(page, notebook: str) -> float:
     return seconds
 
 
-def _wait_widgets(page, notebook: str, when: str) -> object:
-    expected = WIDGET_NOTEBOOKS[notebook]
+def _wait_widgets(page, notebook: str, expected: int, when: str) -> object:
+    """The ``expected`` widget views of the open ``notebook``, once each shows a slider or a picture."""
     _wait(page, _widget_count_js(), f"{expected} widget(s) of {notebook} to show up with a slider or a "
           f"picture ({when})", PAGE_TIMEOUT_S, arg=expected)
     return page.locator(WIDGET_ROOTS)

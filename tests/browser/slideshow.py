@@ -6,9 +6,9 @@ inside JupyterLab itself, so a widget there is the same live view as in the note
 jupyterlab-rise slideshow that the course used before opens a separate page with its own, older
 JupyterLab core, in which no ipywidgets 8 widget manager can load: see README, "Presenting".)
 
-``present(page, notebook)`` runs on a notebook that is already open and executed (the widget test
-has just run it, so nothing is run twice): at 1280x720 it starts the slideshow, steps through every
-slide and sub-slide with ``deck:down`` / ``deck:forward`` (what the space bar does) and measures each
+``present(page, notebook, widget_cells)`` runs on a notebook that is already open and executed (the widget
+test has just run its fixture notebook, so nothing is run twice): at 1280x720 it starts the slideshow, steps
+through every slide and sub-slide with ``deck:down`` / ``deck:forward`` (what the space bar does) and measures each
 slide's height (the cells on screen, top of the first to bottom of the last). On each widget's
 slide: the widget is alone on its slide and the slide's height is compared with 720 px; the first
 widget cell runs again from its slide (Shift+Enter's ``notebook:run-cell``), and moving the new
@@ -21,9 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import nbformat
 import pytest
-from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, _direction, _move, _sliders, _wait,
+from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, _direction, _move, _sliders, _wait,
                        _wait_kernel, evaluate)
 
 PROJECTOR = {"width": 1280, "height": 720}
@@ -46,12 +45,6 @@ ON_SCREEN_JS = f"""() => {{
   return {{cells: shown.map(([, i]) => i),
           height: Math.round(Math.max(...rects.map(r => r.bottom)) - Math.min(...rects.map(r => r.top)))}};
 }}"""
-
-
-def _widget_cells(notebook: str) -> list[int]:
-    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
-    return [i for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and any(WIDGET_MIME in o.get("data", {}) for o in c.outputs)]
 
 
 def _command(page, command: str, what: str) -> None:
@@ -118,11 +111,11 @@ def _start_slideshow_at(page, notebook: str, cell: int) -> None:
           f"the slideshow of {notebook} to show cell {cell}", PAGE_TIMEOUT_S, arg=cell)
 
 
-def present(page, notebook: str) -> list[str]:
-    """The slideshow of ``notebook``, open and executed in ``page``: returns the widget slides taller
-    than the projector (``["widget cell 7: 736 px", ...]``); fails on anything else that is wrong."""
+def present(page, notebook: str, widget_cells: list[int]) -> list[str]:
+    """The slideshow of ``notebook``, open and executed in ``page``, whose live widgets are in the cells
+    ``widget_cells``: returns the widget slides taller than the projector (``["widget cell 7: 736 px", ...]``);
+    fails on anything else that is wrong."""
     stem = Path(notebook).stem
-    widget_cells = _widget_cells(notebook)
     page.set_viewport_size(PROJECTOR)
     _start_slideshow(page, notebook)
     slides = _step_through(page, notebook, widget_cells, stem)

@@ -6,8 +6,8 @@ One JupyterLab (conftest's ``lab``), one page; the committed, executed notebooks
 another without a kernel (nothing runs: the outputs are the saved ones) and closed again. Opened so, each
 notebook must show every static figure it saved (loaded, with pixels), its status bar must say "No Kernel",
 and each widget output must show no controls and no picture, only text (see ``without_kernel``) -- which is
-why every widget has a static figure beside it. (A notebook that JupyterLab saved after Run All
-holds the same kinds of output, no widget state included: test_widgets_in_lab.py checks that.)
+why every widget has a static figure beside it. (JupyterLab saves no widget state after Run All either:
+test_widgets_in_lab.py checks that on its widget fixtures.)
 
 The page is made as tall as the notebook, so that every cell is rendered and inside the viewport (axe
 cannot judge the colour contrast of what is outside it); then axe-core (the npm package, injected from
