@@ -472,7 +472,7 @@ def loglog_plot(xs: Sequence[float], series: Mapping[str, Sequence[float]], *, x
                 ms=9 if line else 6, label=f"{name} (slope {slopes[name]:.2f})")
     top = max(names, key=lambda name: series[name][-1])
     for k, style in ((1, ":"), (2, "--")):
-        ax.plot(xs, [series[top][-1] * (x / xs[-1]) ** k for x in xs], "k" + style, lw=1, label=f"slope {k}: ∝ n^{k}")
+        ax.plot(xs, [series[top][-1] * (x / xs[-1]) ** k for x in xs], "k" + style, lw=1, label=f"guide: slope {k}")
     ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     ax.set_xticks(xs, [f"{x:g}" for x in xs])
     ax.xaxis.set_minor_locator(plt.NullLocator())              # only the measured x values get a label
