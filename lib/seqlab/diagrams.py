@@ -27,7 +27,7 @@ from seqlab.colours import HIGHLIGHT, WEIGHTS
 __all__ = ["COURSE_PARTS", "Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn",
            "course_map", "gpt_block", "gru_cell",
            "kv_cache", "lstm_cell", "masked_lm", "multihead_attention", "positional_encodings", "self_attention", "stacked_rnn",
-           "state_space",
+           "bert_pretraining", "state_space",
            "transformer", "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
@@ -1048,4 +1048,50 @@ def state_space(steps: int = 4, *, selective: bool = False) -> Diagram:
                f"output y_{steps} gathers every input directly, x_1 to x_{steps} weighted by {kernel}, the kernel "
                f"K = (CB, CAB, CA^2B, ...). What to see: the recurrence needs {steps} steps one after another; the "
                f"convolution computes every output at once from the same A, B, C.")
+    return Diagram(c.fig, alt)
+
+
+def bert_pretraining() -> Diagram:
+    """BERT's two pre-training objectives on one input (notebook 14): ``[CLS] a_1 a_2 [SEP] b_1 b_2 [SEP]``, token
+    types 0 then 1, through the encoder (full attention); the masked LM predicts the original a_2 where the input has
+    [MASK], and next-sentence prediction classifies the final [CLS] vector C as IsNext or NotNext."""
+    tokens = ["[CLS]", "$a_1$", "[M]", "[SEP]", "$b_1$", "$b_2$", "[SEP]"]
+    types = [0, 0, 0, 0, 1, 1, 1]
+    gap, w, h = 1.25, 1.0, 0.55
+    xs = [0.9 + gap * i for i in range(len(tokens))]
+    width, height = xs[-1] + 1.6, 6.1
+    c = _Canvas(width, height, (6.6, 6.6))
+    rows = {"types": 0.35, "tokens": 1.1, "encoder": 2.45, "outputs": 3.75, "classifier": 5.05}
+    for x, token, kind in zip(xs, tokens, types):
+        special = token in ("[CLS]", "[SEP]")
+        masked = token == "[M]"
+        c.box(x, rows["tokens"], token, GATE_FILL if masked else STATE_FILL if special else INPUT_FILL,
+              lit=True if masked else None, w=w, h=h, fontsize=10 if special or masked else 12)
+        c.ax.text(x, rows["types"], str(kind), fontsize=9.5, color=_TAG_INK, ha="center", va="center")
+        _arrow(c, [(x, rows["tokens"] + h / 2), (x, rows["encoder"] - 0.35)])
+    c.box((xs[0] + xs[-1]) / 2, rows["encoder"], "encoder: full attention, both directions", CANDIDATE_FILL,
+          w=xs[-1] - xs[0] + w, h=0.7, fontsize=11)
+    # the two heads: the MLM at the masked position, NSP on the final [CLS] vector
+    mask_x, cls_x = xs[2], xs[0]
+    for x, text, lit in ((cls_x, "$C$", True), (mask_x, "$z_3$", True)):
+        _arrow(c, [(x, rows["encoder"] + 0.35), (x, rows["outputs"] - h / 2)], lit=lit)
+        c.box(x, rows["outputs"], text, STATE_FILL, lit=lit, w=w, h=h)
+        _arrow(c, [(x, rows["outputs"] + h / 2), (x, rows["classifier"] - h / 2)], lit=lit)
+    c.box(cls_x + 0.55, rows["classifier"], "IsNext / NotNext", GATE_FILL, lit=True, w=2.4, h=h, fontsize=10)
+    c.box(mask_x + 0.25, rows["classifier"], "predict $a_2$", GATE_FILL, lit=True, w=1.5, h=h, fontsize=10)
+    c.ax.text(cls_x - 0.65, rows["classifier"] + 0.7, "NSP: does B follow A?", fontsize=10, color=INK, ha="left",
+              va="center")
+    c.ax.text(mask_x + 1.2, rows["classifier"], "MLM: the original token at [M] ([MASK]);\nthe loss is taken there only",
+              fontsize=10, color=INK, ha="left", va="center")
+    c.ax.text(xs[3] + 0.1, rows["outputs"], "segment A = $a_1 a_2$\nsegment B = $b_1 b_2$", fontsize=9.5,
+              color=_TAG_INK, ha="left", va="center")
+    c.ax.text(xs[-1] + 0.6, rows["types"], "token\ntype", fontsize=9, color=_TAG_INK, ha="left", va="center")
+    _fit(c, width, height, 0.62)
+    alt = ("Diagram of BERT's two pre-training objectives on one input, read from the bottom up. The input row is "
+           "[CLS] a_1 [MASK] [SEP] b_1 b_2 [SEP]: segment A (a_1 a_2, with a_2 replaced by [MASK]) and segment B "
+           "(b_1 b_2), each closed by [SEP]; under each token its token type, 0 for [CLS] A [SEP] and 1 for B [SEP]. "
+           "All tokens go through one encoder with full attention, both directions. Two heads, outlined in red: "
+           "above [MASK], the masked language model reads the final vector z_3 and predicts the original a_2, the "
+           "loss taken only at masked positions; above [CLS], next-sentence prediction reads the final [CLS] vector "
+           "C and classifies the pair as IsNext or NotNext (does B follow A in the corpus?).")
     return Diagram(c.fig, alt)
