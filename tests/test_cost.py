@@ -10,6 +10,7 @@ import torch
 from seqlab.cost import (SavedTensorMeter, attention_flops, attention_matrix_bytes, best_time, count_flops,
                          count_bytes, count_ops, count_recurrent_steps, cuda_peak_bytes, decoder_flops, loglog_slope, recurrent_flops,
                          recurrent_step_flops, saved_bytes, sequential_steps, time_interleaved)
+from seqlab import cost as cost_module
 from seqlab.nn import GRU, LSTM, RNN, MultiheadAttention
 from seqlab.nn.self_attention import SelfAttention
 
@@ -232,3 +233,88 @@ def test_timing_helpers():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_peak_counts_a_new_tensor():
     assert cuda_peak_bytes(lambda: torch.empty(1024, 1024, device="cuda"), "cuda") >= 4 * 1024 * 1024
+
+
+# -- notebook 15's helpers: timings by length, path lengths, the long-sequence table, FFT, figures ------------
+def test_time_by_length_times_every_call_at_every_length():
+    built = []
+
+    def calls(n):
+        built.append(n)
+        return {"sum": lambda: torch.ones(n).sum(), "cumsum": lambda: torch.ones(n).cumsum(0)}
+
+    timed = cost_module.time_by_length(calls, [8, 16], repeats=2)
+    assert built == [8, 16] and set(timed) == {(8, "sum"), (8, "cumsum"), (16, "sum"), (16, "cumsum")}
+    assert all(t >= 0 for t in timed.values())
+
+
+@pytest.mark.parametrize("n", [2, 17, 1024])
+def test_path_lengths_follow_the_tables_formulas(n):
+    path = cost_module.path_length
+    assert path(lambda l: range(n), n) == 1                                   # self-attention
+    assert path(lambda l: (0, 1), n) == n - 1                                 # a recurrence, step by step
+    assert path(lambda l: range(3), n) == math.ceil((n - 1) / 2)              # contiguous width-3 kernels
+    assert path(lambda l: [j * 3 ** l for j in range(3)], n) == max(1, math.ceil(math.log(n, 3) - 1e-9))
+    assert path(lambda l: range(17), n) == math.ceil((n - 1) / 16)            # a window of 16 keys back
+
+
+def test_a_path_that_never_arrives_is_an_error():
+    with pytest.raises(ValueError, match="never reads the first"):
+        cost_module.path_length(lambda l: (0,), 8)
+
+
+def test_the_long_sequence_table_has_one_row_per_model_and_the_state_space_rows():
+    table = cost_module.long_sequence_table().splitlines()
+    models = cost_module.LONG_SEQUENCE_MODELS
+    assert len(table) == 2 + len(models) and all(row.count("|") == 6 for row in table)
+    assert all(f"| {model} (" in row for model, row in zip(models, table[2:]))
+    assert models["S4"][3:] == ("O(n log n)", "O(1)") and models["Mamba"][3] == "O(n)"
+
+
+@pytest.mark.parametrize("n", [1, 5, 64])
+def test_fft_convolve_is_the_causal_convolution(n):
+    g = torch.Generator().manual_seed(n)
+    kernel, x = (torch.randn(n, generator=g, dtype=torch.float64) for _ in range(2))
+    direct = torch.stack([sum(kernel[j] * x[t - j] for j in range(t + 1)) for t in range(n)])
+    assert torch.allclose(cost_module.fft_convolve(kernel, x), direct, atol=1e-12)
+
+
+def test_fft_convolve_says_which_shapes_it_needs():
+    with pytest.raises(ValueError, match=r"same shape \(n,\), got \(4,\) and \(5,\)"):
+        cost_module.fft_convolve(torch.ones(4), torch.ones(5))
+
+
+def test_a_loglog_plot_gives_each_series_its_slope_in_the_legend_and_the_alt_text():
+    import matplotlib.pyplot as plt
+
+    xs = [64, 128, 256, 512]
+    fig, alt = cost_module.loglog_plot(xs, {"GRU": [3 * x for x in xs], "attention": [x * x for x in xs]},
+                                       xlabel="tokens n", ylabel="FLOPs", title="t", unit=(1e3, "kFLOP"), note="Note.")
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend[:2] == ["GRU (slope 1.00)", "attention (slope 2.00)"]
+    assert "GRU: from 0.192 kFLOP to 1.54 kFLOP, slope 1.00" in alt and "attention: from 4.1 kFLOP" in alt
+    assert alt.endswith("Note.") and fig.get_facecolor()[:3] == (1.0, 1.0, 1.0)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one value per x"):
+        cost_module.loglog_plot(xs, {"GRU": [1, 2]}, xlabel="n", ylabel="y", title="t")
+
+
+def test_the_band_figure_draws_the_kept_weights_and_the_band_they_stand_for():
+    import matplotlib.pyplot as plt
+
+    from seqlab.nn.attention import sliding_window_attend
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(9, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    _, weights = sliding_window_attend(q, k, v, 2)
+    fig, alt = cost_module.band_figure(weights, 2, list("abcdefghi"), title="the reference")
+    assert len(fig.axes) == 2 and fig.axes[0].get_images()[0].get_array().shape == (9, 5)
+    assert fig.axes[1].get_images()[0].get_array().shape == (9, 9)
+    # 9 queries, window 2: 5 + 4 + 3 keys at each end cut, 5 in the middle: 9 * 5 - 2 * (2 + 1) = 39 in the band
+    assert "a band 5 wide along the diagonal, 39 of the 81 entries; 42 entries are exactly zero" in alt
+    assert "every row sums to 1.00" in alt and "Title: the reference." in alt
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"\(n, 2 \* window \+ 1\) = \(n, 5\), got \(9, 9\)"):
+        cost_module.band_figure(torch.ones(9, 9), 2)
+    with pytest.raises(ValueError, match="9 positions, got 3 tokens"):
+        cost_module.band_figure(weights, 2, ["a", "b", "c"])

@@ -213,3 +213,34 @@ def test_epoch_order_is_one_permutation_per_epoch_and_the_same_every_run():
     assert torch.equal(first, epoch_order(10, shuffle=True, seed=3, epoch=0))
     assert not torch.equal(first, epoch_order(10, shuffle=True, seed=3, epoch=1))
     assert epoch_order(4, shuffle=False, seed=3, epoch=5).tolist() == [0, 1, 2, 3]
+
+
+# -- T5's span corruption (notebook 14) ---------------------------------------------------------------------------
+def test_span_lengths_follow_t5s_counts():
+    from seqlab.data.masking import span_lengths
+    assert span_lengths(512) == (77, 26, 461, 104)                    # Raffel et al.'s input length
+    assert span_lengths(100, rate=0.5, mean_span=5) == (50, 10, 60, 61)
+    with pytest.raises(ValueError, match="n should be an int >= 2"):
+        span_lengths(1)
+    with pytest.raises(ValueError, match="rate should be in"):
+        span_lengths(10, rate=1.5)
+
+
+@pytest.mark.parametrize("n", [20, 512])
+def test_sampled_spans_have_exactly_the_counted_lengths_and_never_touch(n):
+    from seqlab.data.masking import sample_spans, span_lengths
+    corrupted, spans, _, _ = span_lengths(n)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        drawn = sample_spans(n, g)
+        assert len(drawn) == spans and sum(end - start for start, end in drawn) == corrupted
+        assert drawn[0][0] >= 1 and drawn[-1][1] <= n and all(end > start for start, end in drawn)
+        assert all(b_start > a_end for (_, a_end), (b_start, _) in zip(drawn, drawn[1:]))   # a kept token between
+
+
+def test_count_runs_counts_each_run_of_chosen_positions_once():
+    from seqlab.data.masking import count_runs
+    chosen = torch.tensor([[1, 1, 0, 1, 0, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0, 0, 0], [1, 0, 1, 0, 1, 0, 1, 0, 1]]).bool()
+    assert count_runs(chosen).tolist() == [3, 0, 5]
+    with pytest.raises(TypeError, match="bool tensor of shape"):
+        count_runs(torch.ones(3, 4))

@@ -96,3 +96,23 @@ def test_the_course_map_lists_every_notebook_in_teaching_order():
     diagram = course_map()
     assert all(f"{n}\n" in texts(diagram) for n in numbers) and "14 BERT" in diagram.alt
     assert same_color(diagram.figure.get_facecolor(), "white")
+
+
+def test_bert_pretraining_shows_both_objectives_on_one_packed_pair():
+    from diagram_helpers import assert_legible, labels
+
+    from seqlab.diagrams import bert_pretraining
+
+    diagram = bert_pretraining()
+    assert_legible(diagram)
+    drawn = labels(diagram)
+    # the packed input, left to right, and its token types: 0 up to the first [SEP], 1 after it
+    tokens = [t for t in drawn if t in ("[CLS]", "$a_1$", "[M]", "[SEP]", "$b_1$", "$b_2$")]
+    assert tokens == ["[CLS]", "$a_1$", "[M]", "[SEP]", "$b_1$", "$b_2$", "[SEP]"]
+    assert [t for t in drawn if t in ("0", "1")] == ["0"] * 4 + ["1"] * 3
+    # the two heads, lit: NSP above [CLS] (its final vector C), the MLM above [MASK]
+    ax = diagram.figure.axes[0]
+    x_of = {t.get_text(): t.get_position()[0] for t in ax.texts}
+    assert x_of["$C$"] == x_of["[CLS]"] and x_of["$z_3$"] == x_of["[M]"]
+    assert {"IsNext / NotNext", "predict $a_2$"} <= set(drawn) and len(lit_patches(diagram)) >= 7
+    assert "IsNext or NotNext" in diagram.alt and "token type" in diagram.alt and "[MASK]" in diagram.alt

@@ -122,3 +122,27 @@ def test_the_measurement_leaves_the_global_generator_alone():
     state = torch.random.get_rng_state()
     measure_memory_slopes()
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_the_watch_cells_queries_and_keys_are_the_trained_heads_own():
+    """gpt_head_qkv reads charlm-gpt's q, k, v of one head: under a causal mask they give the model's own weights."""
+    from seqlab.data import char_lm_data
+    from seqlab.exercises.nb15_cost import gpt_head_qkv
+    from seqlab.nn.attention import attend
+    from seqlab.nn.masks import causal_mask
+    from seqlab.pretrained import load_pretrained
+
+    text = "To be, or not to be, that is the question:"
+    gpt, _ = load_pretrained("charlm-gpt")
+    with torch.no_grad():
+        _, weights = gpt(char_lm_data().vocab.encode(text)[None], need_weights=True)   # (layers, 1, heads, n, n)
+    for layer, head in ((0, 0), (1, 3)):
+        q, k, v, chars = gpt_head_qkv(text, layer=layer, head=head)
+        assert q.shape == k.shape == v.shape == (len(text), gpt.config.d_model // gpt.config.nhead)
+        assert q.dtype == torch.float64 and chars == list(text)
+        _, mine = attend(q, k, v, causal_mask(len(text)))
+        assert torch.allclose(mine, weights[layer, 0, head].double(), atol=1e-5)
+    with pytest.raises(ValueError, match="heads 0..3, got layer=0, head=4"):
+        gpt_head_qkv(text, head=4)
+    with pytest.raises(ValueError, match="1 to 64 characters, got 65"):
+        gpt_head_qkv("x" * 65)

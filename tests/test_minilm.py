@@ -251,3 +251,17 @@ def test_unsupported_configs_are_refused():
     with pytest.raises(ValueError, match=r"d_model must be divisible by nhead .*got d_model=10, nhead=3; nhead could "
                                          r"be one of \[1, 2, 5, 10\]"):
         BertConfig(d_model=10, nhead=3)
+
+
+def test_the_similarity_figure_compares_same_topic_pairs_with_the_rest():
+    import matplotlib.pyplot as plt
+
+    from seqlab.minilm import similarity_figure
+    sim = torch.tensor([[1.0, 0.8, 0.1, 0.0], [0.8, 1.0, 0.2, 0.1], [0.1, 0.2, 1.0, 0.7], [0.0, 0.1, 0.7, 1.0]])
+    fig, alt = similarity_figure({"mean": sim, "flat": torch.full((4, 4), 0.5)}, ["a1", "a2", "b1", "b2"])
+    assert len(fig.axes) == 2
+    assert "with the mean, the pairs on one topic score 0.70 to 0.80 and the other pairs 0.00 to 0.20" in alt
+    assert "Not all put every same-topic pair above" in alt
+    plt.close(fig)
+    with pytest.raises(ValueError, match="need \\(S, S\\) matrices for the 3 labels"):
+        similarity_figure({"mean": sim}, ["a", "b", "c"])

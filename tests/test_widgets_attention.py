@@ -430,3 +430,47 @@ def test_explorer_static_figure_and_live_region_say_what_is_shown(maps):
     explorer.all_heads.value = True
     assert explorer.live.last_description == describe_view(maps["cross-attention"], 1, 0, 3, all_heads=True)
     assert explorer.live.last_description == explorer.describe(**explorer.values())
+
+
+def test_head_shares_average_each_heads_shares_over_the_sentences():
+    from seqlab.widgets.attention import head_shares
+    n = 5
+    previous = torch.zeros(n, n)
+    previous[0, 0] = 1
+    previous[torch.arange(1, n), torch.arange(n - 1)] = 1            # every query on the token before it
+    last = torch.zeros(n, n)
+    last[:, -1] = 1                                                  # every query on the last token
+    one = torch.stack([torch.stack([previous, last])])              # (1 layer, 2 heads, n, n)
+    two = torch.stack([torch.stack([previous, previous])])
+    shares = head_shares([one, two])
+    assert set(shares) == {"previous token", "next token", "first token", "last token"}
+    assert shares["previous token"].shape == (1, 2) and shares["previous token"][0, 0] == 1.0
+    assert shares["previous token"][0, 1] == 0.5 + 0.5 * 0.0 and shares["last token"][0, 1] == 0.5 * 1.0 + 0.5 * 0.0
+    with pytest.raises(ValueError, match=r"\(layers, heads, n, n\)"):
+        head_shares([torch.ones(2, 3)])
+    with pytest.raises(ValueError, match="at least one sentence"):
+        head_shares([])
+
+
+def test_the_mask_figure_draws_each_mask_and_counts_its_pairs():
+    import matplotlib.pyplot as plt
+
+    from seqlab.nn.masks import causal_mask
+    from seqlab.widgets.attention import mask_figure
+    fig, alt = mask_figure([("causal", causal_mask(4), list("abcd")), ("full", torch.ones(3, 3, dtype=torch.bool), "xyz")])
+    assert len(fig.axes) == 2 and "causal, 10 of 16 pairs allowed; full, 9 of 9 pairs allowed" in alt
+    plt.close(fig)
+    with pytest.raises(ValueError, match="square booleans"):
+        mask_figure([("bad", torch.ones(2, 3, dtype=torch.bool), "ab")])
+
+
+def test_the_head_shares_figure_draws_each_kind_and_names_its_largest_share():
+    import matplotlib.pyplot as plt
+
+    from seqlab.widgets.attention import head_shares_figure
+    shares = {"previous token": np.zeros((2, 3)), "[CLS]": np.full((2, 3), 0.6)}
+    shares["previous token"][1, 2] = 0.9
+    fig, alt = head_shares_figure(shares)
+    assert len([ax for ax in fig.axes if ax.axison]) == 2
+    assert "the previous token: 0.90 at layer 1, head 2" in alt and "previous token 1, [CLS] 6 of 6" in alt
+    plt.close(fig)

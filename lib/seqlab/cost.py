@@ -368,3 +368,160 @@ def best_time(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, threa
         step, clock = fn, time.process_time
     with torch_threads(threads):
         return min(time_interleaved({"fn": step}, warmup=warmup, repeats=repeats, clock=clock)["fn"])
+
+
+def time_by_length(calls: Callable[[int], Mapping[str, Callable[[], Any]]], lengths: Sequence[int], *,
+                   repeats: int = 3, device: torch.device | str = "cpu") -> dict[tuple[int, str], float]:
+    """:func:`best_time` of every call that ``calls(n)`` returns (a name -> function map, built for ``n`` tokens),
+    for each ``n`` in ``lengths``: seconds, keyed ``(n, name)``. An illustration: it depends on the machine."""
+    return {(n, name): best_time(fn, repeats=repeats, device=device)
+            for n in lengths for name, fn in calls(n).items()}
+
+
+# -- the lectures' table: path lengths, and the models that go beyond n^2 -----------------------------
+def path_length(reads: Callable[[int], Iterable[int]], n: int) -> int:
+    """How many layers until the last of ``n`` positions can have read the first, when at layer ``l`` every
+    position ``i`` reads the positions ``i - o`` for the offsets ``o`` in ``reads(l)`` (causal connections).
+
+    Self-attention reads every offset (1 layer); a recurrence reads offset 1 (n - 1 steps); a width-k convolution
+    offsets 0 .. k - 1, dilated ones ``j k^l``. Raises if the last position is never reached within ``n`` layers.
+    """
+    _positive_int("n", n)
+    reached = torch.zeros(n, dtype=torch.bool)
+    reached[0] = True                                               # the first token, before any layer
+    for layer in range(n):
+        new = reached.clone()
+        for offset in reads(layer):
+            if 0 <= offset < n:
+                new[offset:] |= reached[:n - offset]
+        reached = new
+        if reached[-1]:
+            return layer + 1
+    raise ValueError(f"the last of {n} positions never reads the first: reads(layer) must include an offset >= 1")
+
+
+#: Waterloo's four families of long-sequence models, one paper each (the lecture names the models; it cites no
+#: paper for the hierarchy): model -> (family, paper, what it changes, training work in n, work per generated token).
+LONG_SEQUENCE_MODELS: dict[str, tuple[str, str, str, str, str]] = {
+    "hierarchical Transformers": ("hierarchy", "e.g. HIBERT, Zhang, Wei and Zhou 2019; HAT, Chalkidis et al. 2022",
+                                  "attend within short units (words, sentences), then over their pooled summaries",
+                                  "O(n b + (n/b)^2)", "-"),
+    "Longformer": ("approximate", "Beltagy, Peters and Cohan 2020",
+                   "a sliding window (section 4) plus a few global tokens that attend to all", "O(n w)", "O(w)"),
+    "Reformer": ("approximate", "Kitaev, Kaiser and Levskaya 2020",
+                 "hash queries and keys (LSH) into buckets; attend within a bucket; reversible layers", "O(n log n)", "-"),
+    "Performer": ("approximate", "Choromanski et al. 2021",
+                  "approximate the softmax kernel by random features, φ(Q) (φ(K)^T V): no n x n matrix", "O(n)", "O(1)"),
+    "Infini-attention": ("finite memory", "Munkhdalai, Faruqui and Gopal 2024",
+                         "attention within a segment plus a fixed-size compressive memory of all earlier segments",
+                         "O(n)", "O(1)"),
+    "S4": ("state space", "Gu, Goel and Ré 2022",
+           "a linear recurrence; trained as one long convolution computed by FFT", "O(n log n)", "O(1)"),
+    "Mamba": ("state space", "Gu and Dao 2023",
+              "an input-dependent (selective) recurrence; trained by a parallel scan", "O(n)", "O(1)"),
+    "Jamba": ("state space", "Lieber et al. 2024",
+              "a hybrid: one attention layer in eight, the rest Mamba, with mixture-of-experts FFNs",
+              "O(n^2) in its few attention layers", "O(n) in those"),
+}
+
+
+def long_sequence_table() -> str:
+    """:data:`LONG_SEQUENCE_MODELS` as a markdown table, one row per model."""
+    rows = ["| family | model (paper) | what it changes | training work in $n$ | work per generated token |",
+            "|---|---|---|---|---|"]
+    rows += [f"| {family} | {model} ({paper}) | {change} | {train} | {step} |"
+             for model, (family, paper, change, train, step) in LONG_SEQUENCE_MODELS.items()]
+    return "\n".join(rows)
+
+
+def fft_convolve(kernel: Tensor, x: Tensor) -> Tensor:
+    r"""The causal convolution :math:`y_t = \sum_{j=0}^{t} K_j x_{t-j}` of ``x`` ``(n,)`` with ``kernel`` ``(n,)``, as
+    one FFT product (zero-padded to ``2n``: no wrap-around). A state-space layer's convolution view (S4)."""
+    if kernel.dim() != 1 or x.dim() != 1 or kernel.shape != x.shape:
+        raise ValueError(f"fft_convolve expects a kernel and an input of the same shape (n,), got "
+                         f"{tuple(kernel.shape)} and {tuple(x.shape)}")
+    n = x.shape[0]
+    return torch.fft.irfft(torch.fft.rfft(x, 2 * n) * torch.fft.rfft(kernel, 2 * n), 2 * n)[:n]
+
+
+# -- figures -------------------------------------------------------------------------------------------
+#: One marker and colour per layer, the same in every figure of notebook 15.
+LAYER_STYLES = {"GRU": ("s", "C0"), "attention": ("o", "C1"), "fused attention": ("^", "C2"),
+                "sliding window": ("D", "C3")}
+
+
+def loglog_plot(xs: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str, title: str,
+                unit: tuple[float, str] = (1.0, ""), dashed: Iterable[str] = (), fit: int = 3, note: str = "",
+                size: tuple[float, float] = (7.0, 4.0)):
+    """A log-log plot of each series against ``xs`` with guide lines of slope 1 and 2, each series' slope over the
+    last ``fit`` points in its legend; returns ``(figure, alt text)`` for ``seqlab.notebook.show``. The alt text
+    gives the slopes and the first and last values in ``unit`` (divisor, name); ``note`` is added to it."""
+    import matplotlib.pyplot as plt
+
+    names, dashed = list(series), set(dashed)
+    if not names or any(len(series[name]) != len(xs) for name in names):
+        raise ValueError(f"every series needs one value per x ({len(xs)}), got "
+                         f"{ {name: len(ys) for name, ys in series.items()} }")
+    slopes = {name: loglog_slope(xs[-fit:], list(series[name])[-fit:]) for name in names}
+    fig, ax = plt.subplots(figsize=size)
+    fig.patch.set_facecolor("white")
+    for k, name in enumerate(names):
+        marker, colour = LAYER_STYLES.get(name, ("ovs^D"[k % 5], f"C{k + 4}"))
+        line = name in dashed                                  # a line that nearly coincides with another
+        ax.plot(xs, series[name], marker=marker, color=colour, ls="--" if line else "-", mfc="none" if line else colour,
+                ms=9 if line else 6, label=f"{name} (slope {slopes[name]:.2f})")
+    top = max(names, key=lambda name: series[name][-1])
+    for k, style in ((1, ":"), (2, "--")):
+        ax.plot(xs, [series[top][-1] * (x / xs[-1]) ** k for x in xs], "k" + style, lw=1, label=f"guide: slope {k}")
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.set_xticks(xs, [f"{x:g}" for x in xs])
+    ax.xaxis.set_minor_locator(plt.NullLocator())              # only the measured x values get a label
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    scale, unit_name = unit
+    value = lambda v: f"{v / scale:.3g}{' ' + unit_name if unit_name else ''}"
+    alt = (f"Log-log plot of {ylabel} against {xlabel} = {xs[0]:g} to {xs[-1]:g}, with guide lines of slope 1 and 2. "
+           + "; ".join(f"{name}: from {value(series[name][0])} to {value(series[name][-1])}, slope {slopes[name]:.2f} "
+                       f"over the last {fit} points" for name in names) + "." + (f" {note}" if note else ""))
+    return fig, alt
+
+
+def band_figure(weights: Tensor, window: int, tokens: Sequence[str] | None = None, *, title: str = ""):
+    """Sliding-window weights ``(n, 2 window + 1)`` in two heat maps: what is kept (queries by offsets) and the
+    ``n x n`` band it stands for; returns ``(figure, alt text)``. ``tokens`` label the axes (one per position)."""
+    import matplotlib.pyplot as plt
+
+    from seqlab.nn.attention import window_to_dense
+
+    weights = weights.detach().double().cpu()
+    n = weights.shape[0]
+    if weights.dim() != 2 or weights.shape[1] != 2 * window + 1:
+        raise ValueError(f"band_figure expects weights of shape (n, 2 * window + 1) = (n, {2 * window + 1}), "
+                         f"got {tuple(weights.shape)}")
+    if tokens is not None and len(tokens) != n:
+        raise ValueError(f"one token per position: {n} positions, got {len(tokens)} tokens")
+    dense = window_to_dense(weights, window)
+    labels = [repr(t)[1:-1] or " " for t in tokens] if tokens is not None else [str(i) for i in range(n)]
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4 + 0.06 * n),
+                             gridspec_kw={"width_ratios": [2 * window + 1 + 4, n]})
+    fig.patch.set_facecolor("white")
+    axes[0].imshow(weights.numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    axes[0].set(title="kept: n × (2w + 1)", xlabel="offset o = j − i", xticks=range(2 * window + 1),
+                xticklabels=range(-window, window + 1))
+    axes[1].imshow(dense.numpy(), cmap="Blues", vmin=0, vmax=1)
+    axes[1].set(title="what it stands for: a band of n × n", xlabel="key j")
+    for ax in axes:
+        ax.set_yticks(range(n), labels, fontsize=7 if n > 20 else 9)
+        ax.grid(False)
+    axes[0].set_ylabel("query i")
+    axes[1].set_xticks(range(n), labels, fontsize=7 if n > 20 else 9)
+    fig.suptitle(title or f"sliding-window weights, window {window}, n = {n} (darker = more weight)")
+    fig.tight_layout()
+    outside = int((dense == 0).sum())
+    inside = sum(min(n - 1, i + window) - max(0, i - window) + 1 for i in range(n))       # keys that exist
+    alt = (f"Two heat maps of sliding-window attention weights, window {window}, n = {n} (darker = more weight). "
+           f"Left, what is kept: {n} queries by {2 * window + 1} offsets, -{window} to +{window}. Right, the same "
+           f"weights placed in the full {n} × {n} matrix: a band {2 * window + 1} wide along the diagonal, "
+           f"{inside} of the {n * n} entries; {outside} entries are exactly zero; every row sums to "
+           f"{dense.sum(-1).mean().item():.2f}." + (f" Title: {title}." if title else ""))
+    return fig, alt

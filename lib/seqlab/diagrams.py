@@ -27,6 +27,7 @@ from seqlab.colours import HIGHLIGHT, WEIGHTS
 __all__ = ["COURSE_PARTS", "Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn",
            "course_map", "gpt_block", "gru_cell",
            "kv_cache", "lstm_cell", "masked_lm", "multihead_attention", "positional_encodings", "self_attention", "stacked_rnn",
+           "bert_pretraining", "state_space",
            "transformer", "unrolled_rnn"]
 
 INK, FADED = "#222222", "#c8c8c8"
@@ -954,4 +955,143 @@ def course_map() -> Diagram:
     alt = ("Map of the course: four rows, one per part, each a chain of boxes, one box per notebook, with arrows "
            f"in teaching order that run along each row and down to the start of the next. {names}. What to see: "
            "each part builds on the one above, from the recurrent network to GPT and BERT.")
+    return Diagram(c.fig, alt)
+
+
+# --- A linear state-space layer (notebook 15): one recurrence, two ways to compute it ------------------------------
+
+_SSM_STEPS = range(2, 6)
+
+
+def _power(t: int) -> str:
+    """C A^t B in the notebooks' symbols: CB, CAB, CA^2B, ..."""
+    return "CB" if t == 0 else "CAB" if t == 1 else f"CA^{t}B"
+
+
+def state_space(steps: int = 4, *, selective: bool = False) -> Diagram:
+    """A linear state-space layer over ``steps`` tokens, in notebook 15's symbols. Left, the recurrence
+    h_t = A h_{t-1} + B x_t, y_t = C h_t unrolled (one step per token, a state of fixed size); right, the same map
+    as a convolution: y_t = sum_j K_j x_{t-j} with the kernel K = (CB, CAB, CA^2B, ...), drawn for the last output.
+    ``selective=True`` draws Mamba's version: A_t, B_t, C_t computed from x_t at every step (lit), so there is no
+    fixed kernel and the convolution panel is faded."""
+    _check_int("steps", steps, _SSM_STEPS)
+    if not isinstance(selective, bool):
+        raise ValueError(f"selective should be True (Mamba) or False (S4), got {selective!r}")
+    gap, w, h = 1.75, 0.9, 0.55
+    rows = {"x": 1.15, "h": 2.75, "y": 4.35}
+    x0 = 1.0                                                   # h_0's column
+    left_width = max(x0 + gap * steps + 0.8, 6.8)             # wide enough for the titles when steps is small
+    right = left_width + 0.6                                   # the convolution panel's left edge
+    xs = [right + 0.8 + gap * j for j in range(steps)]        # its inputs x_1 .. x_steps
+    width, height = max(xs[-1] + 1.0, right + 7.0), 6.0
+    c = _Canvas(width, height, (6.6, 6.6))
+    lit = True if selective else None
+    # left: the recurrence, unrolled
+    c.label(0.15, height - 0.35, "Mamba: a selective recurrence" if selective else "recurrent view: one step per token",
+            fontsize=12, va="center", lit=True)
+    c.box(x0, rows["h"], "$h_0$", "white", w=0.75, h=h)
+    for t in range(1, steps + 1):
+        x = x0 + gap * t
+        c.box(x, rows["x"], f"$x_{{{t}}}$", INPUT_FILL, w=w, h=h)
+        c.box(x, rows["h"], f"$h_{{{t}}}$", STATE_FILL, w=w, h=h)
+        c.box(x, rows["y"], f"$y_{{{t}}}$", CANDIDATE_FILL, w=w, h=h)
+        _arrow(c, [(x - gap + (w if t > 1 else 0.75) / 2, rows["h"]), (x - w / 2, rows["h"])], lit=lit)
+        _arrow(c, [(x, rows["x"] + h / 2), (x, rows["h"] - h / 2)], lit=lit)
+        _arrow(c, [(x, rows["h"] + h / 2), (x, rows["y"] - h / 2)], lit=lit)
+        if selective or t == 1:                                # the same A, B, C at every step: named once
+            sub = f"_{{{t}}}" if selective else ""
+            c.label(x - gap / 2, rows["h"] + 0.12, f"$A{sub}$", fontsize=10, ha="center", va="bottom", lit=lit)
+            c.label(x + 0.1, (rows["x"] + rows["h"]) / 2, f"$B{sub}$", fontsize=10, va="center", lit=lit)
+            c.label(x + 0.1, (rows["h"] + rows["y"]) / 2, f"$C{sub}$", fontsize=10, va="center", lit=lit)
+    equation = ("$h_t = A_t\\,h_{t-1} + B_t\\,x_t$,   $y_t = C_t\\,h_t$" if selective
+                else "$h_t = A\\,h_{t-1} + B\\,x_t$,   $y_t = C\\,h_t$")
+    c.label(0.15, height - 0.95, equation, fontsize=11, va="center")
+    c.ax.text(0.15, 0.35, ("$A_t, B_t, C_t$ computed from $x_t$ (through a step size $\\Delta_t$)" if selective
+                           else "the same $A$, $B$, $C$ at every step; $h_t$: $N$ numbers"),
+              fontsize=9.5, color=_TAG_INK, va="center", style="italic")
+    # right: the same outputs as one convolution, drawn for the last output y_steps
+    shown = None if not selective else False
+    c.label(right, height - 0.35, "convolution view: all outputs at once", fontsize=12, va="center",
+            lit=False if selective else True)
+    c.ax.add_patch(Rectangle((right - 0.3, 0.1), 0.02, height - 0.2, color="#9a9a9a", lw=0))
+    top_x = (xs[0] + xs[-1]) / 2
+    c.box(top_x, rows["y"], f"$y_{{{steps}}}$", CANDIDATE_FILL, w=w, h=h, lit=shown)
+    for j, x in enumerate(xs, start=1):
+        c.box(x, rows["x"], f"$x_{{{j}}}$", INPUT_FILL, w=w, h=h, lit=shown)
+        start, end = (x, rows["x"] + h / 2), (top_x + 0.12 * (j - (steps + 1) / 2), rows["y"] - h / 2)
+        _arrow(c, [start, end], lit=shown)
+        along = 0.3                                            # the kernel weight sits on its arrow, low down
+        c.label(start[0] + along * (end[0] - start[0]), start[1] + along * (end[1] - start[1]),
+                f"${_power(steps - j)}$", fontsize=10, ha="center", va="center", lit=shown,
+                bbox=dict(facecolor="white", edgecolor="none", pad=1.0))
+    c.label(right, height - 0.95, "$y_t = \\sum_j K_j\\, x_{t-j}$,   $K = (CB, CAB, CA^2B, \\dots)$", fontsize=11,
+            va="center", lit=shown)
+    c.ax.text(right, 0.35, ("no fixed kernel: a parallel scan instead" if selective
+                            else "one convolution over the sequence (by FFT)"),
+              fontsize=9.5, color=_TAG_INK, va="center", style="italic")
+    _fit(c, width, height, min(0.55, 8.8 / width))
+    kernel = ", ".join(_power(steps - j) for j in range(1, steps + 1))
+    if selective:
+        alt = (f"Diagram of Mamba's selective state-space layer over {steps} tokens, in two panels. Left, the "
+               f"recurrence unrolled, outlined in red and bold: inputs x_1 to x_{steps} along the bottom, states h_1 to "
+               f"h_{steps} in the middle starting from h_0, outputs y_1 to y_{steps} on top; every step has its own A_t, "
+               f"B_t and C_t, computed from x_t through a step size Delta_t: h_t = A_t h_(t-1) + B_t x_t, "
+               f"y_t = C_t h_t. Right, faded: the convolution view, y_{steps} as a weighted sum of x_1 to x_{steps} with "
+               f"weights {kernel}. What to see: with A, B and C changing at every step there is no fixed kernel, so "
+               f"the convolution view is gone; a parallel scan computes the states instead.")
+    else:
+        alt = (f"Diagram of a linear state-space layer over {steps} tokens, in two panels. Left, the recurrence "
+               f"unrolled: inputs x_1 to x_{steps} along the bottom, states h_1 to h_{steps} in the middle starting "
+               f"from h_0, outputs y_1 to y_{steps} on top; each state has an arrow from the state before it (A) and "
+               f"from its input (B), and sends one to its output (C): h_t = A h_(t-1) + B x_t, y_t = C h_t, the same "
+               f"A, B, C at every step and a state of N numbers. Right, the same layer as a convolution: the last "
+               f"output y_{steps} gathers every input directly, x_1 to x_{steps} weighted by {kernel}, the kernel "
+               f"K = (CB, CAB, CA^2B, ...). What to see: the recurrence needs {steps} steps one after another; the "
+               f"convolution computes every output at once from the same A, B, C.")
+    return Diagram(c.fig, alt)
+
+
+def bert_pretraining() -> Diagram:
+    """BERT's two pre-training objectives on one input (notebook 14): ``[CLS] a_1 a_2 [SEP] b_1 b_2 [SEP]``, token
+    types 0 then 1, through the encoder (full attention); the masked LM predicts the original a_2 where the input has
+    [MASK], and next-sentence prediction classifies the final [CLS] vector C as IsNext or NotNext."""
+    tokens = ["[CLS]", "$a_1$", "[M]", "[SEP]", "$b_1$", "$b_2$", "[SEP]"]
+    types = [0, 0, 0, 0, 1, 1, 1]
+    gap, w, h = 1.25, 1.0, 0.55
+    xs = [0.9 + gap * i for i in range(len(tokens))]
+    width, height = xs[-1] + 1.6, 6.1
+    c = _Canvas(width, height, (6.6, 6.6))
+    rows = {"types": 0.35, "tokens": 1.1, "encoder": 2.45, "outputs": 3.75, "classifier": 5.05}
+    for x, token, kind in zip(xs, tokens, types):
+        special = token in ("[CLS]", "[SEP]")
+        masked = token == "[M]"
+        c.box(x, rows["tokens"], token, GATE_FILL if masked else STATE_FILL if special else INPUT_FILL,
+              lit=True if masked else None, w=w, h=h, fontsize=10 if special or masked else 12)
+        c.ax.text(x, rows["types"], str(kind), fontsize=9.5, color=_TAG_INK, ha="center", va="center")
+        _arrow(c, [(x, rows["tokens"] + h / 2), (x, rows["encoder"] - 0.35)])
+    c.box((xs[0] + xs[-1]) / 2, rows["encoder"], "encoder: full attention, both directions", CANDIDATE_FILL,
+          w=xs[-1] - xs[0] + w, h=0.7, fontsize=11)
+    # the two heads: the MLM at the masked position, NSP on the final [CLS] vector
+    mask_x, cls_x = xs[2], xs[0]
+    for x, text, lit in ((cls_x, "$C$", True), (mask_x, "$z_3$", True)):
+        _arrow(c, [(x, rows["encoder"] + 0.35), (x, rows["outputs"] - h / 2)], lit=lit)
+        c.box(x, rows["outputs"], text, STATE_FILL, lit=lit, w=w, h=h)
+        _arrow(c, [(x, rows["outputs"] + h / 2), (x, rows["classifier"] - h / 2)], lit=lit)
+    c.box(cls_x + 0.55, rows["classifier"], "IsNext / NotNext", GATE_FILL, lit=True, w=2.4, h=h, fontsize=10)
+    c.box(mask_x + 0.25, rows["classifier"], "predict $a_2$", GATE_FILL, lit=True, w=1.5, h=h, fontsize=10)
+    c.ax.text(cls_x - 0.65, rows["classifier"] + 0.7, "NSP: does B follow A?", fontsize=10, color=INK, ha="left",
+              va="center")
+    c.ax.text(mask_x + 1.2, rows["classifier"], "MLM: the original token at [M] ([MASK]);\nthe loss is taken there only",
+              fontsize=10, color=INK, ha="left", va="center")
+    c.ax.text(xs[3] + 0.1, rows["outputs"], "segment A = $a_1 a_2$\nsegment B = $b_1 b_2$", fontsize=9.5,
+              color=_TAG_INK, ha="left", va="center")
+    c.ax.text(xs[-1] + 0.6, rows["types"], "token\ntype", fontsize=9, color=_TAG_INK, ha="left", va="center")
+    _fit(c, width, height, 0.62)
+    alt = ("Diagram of BERT's two pre-training objectives on one input, read from the bottom up. The input row is "
+           "[CLS] a_1 [MASK] [SEP] b_1 b_2 [SEP]: segment A (a_1 a_2, with a_2 replaced by [MASK]) and segment B "
+           "(b_1 b_2), each closed by [SEP]; under each token its token type, 0 for [CLS] A [SEP] and 1 for B [SEP]. "
+           "All tokens go through one encoder with full attention, both directions. Two heads, outlined in red: "
+           "above [MASK], the masked language model reads the final vector z_3 and predicts the original a_2, the "
+           "loss taken only at masked positions; above [CLS], next-sentence prediction reads the final [CLS] vector "
+           "C and classifies the pair as IsNext or NotNext (does B follow A in the corpus?).")
     return Diagram(c.fig, alt)

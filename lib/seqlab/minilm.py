@@ -167,3 +167,36 @@ def load_minilm(folder: str | Path | None = None, *, device: torch.device | str 
     settings = folder / "sentence_bert_config.json"
     max_length = json.loads(settings.read_text())["max_seq_length"] if settings.is_file() else model.config.max_len
     return SentenceEncoder(model, Tokenizer.from_file(str(folder / "tokenizer.json")), max_length)
+
+
+def similarity_figure(similarities: dict, labels: list[str], *, group: int = 2):
+    """Cosine-similarity matrices ``{name: (S, S)}`` side by side as heat maps of the ``S`` sentences ``labels``,
+    which come in topics of ``group`` consecutive sentences; returns ``(figure, alt text)``. The alt text gives, per
+    matrix, the range and mean of the same-topic pairs against the other pairs, and whether every same-topic pair
+    scores above every other pair."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from seqlab.widgets.base import draw_matrix
+
+    sims = {name: np.asarray(sim, dtype=float) for name, sim in similarities.items()}
+    size = len(labels)
+    if not sims or size % group or any(sim.shape != (size, size) for sim in sims.values()):
+        raise ValueError(f"need (S, S) matrices for the {size} labels, in topics of {group}, got "
+                         f"{ {name: sim.shape for name, sim in sims.items()} }")
+    fig, axes = plt.subplots(1, len(sims), figsize=(6 * len(sims), 4.6), squeeze=False)
+    fig.patch.set_facecolor("white")
+    for ax, (name, sim) in zip(axes[0], sims.items()):
+        draw_matrix(ax, sim, labels, labels, vmin=-0.2, vmax=1, cmap="Blues", fmt=lambda v: f"{v:.2f}",
+                    xlabel="sentence", ylabel="sentence", title=f"cosine, {name}")
+        ax.grid(False)
+    fig.tight_layout()
+    blocks = np.kron(np.eye(size // group, dtype=bool), np.ones((group, group), dtype=bool))
+    same, other = blocks & ~np.eye(size, dtype=bool), ~blocks
+    separated = all(sim[same].min() > sim[other].max() for sim in sims.values())
+    alt = (f"{len(sims)} heat maps of the cosine similarity between {size} sentences, {group} on each topic: "
+           + "; ".join(f"with the {name}, the pairs on one topic score {sim[same].min():.2f} to {sim[same].max():.2f} "
+                       f"and the other pairs {sim[other].min():.2f} to {sim[other].max():.2f} (means "
+                       f"{sim[same].mean():.2f} against {sim[other].mean():.2f})" for name, sim in sims.items())
+           + f". {'All put' if separated else 'Not all put'} every same-topic pair above every other pair.")
+    return fig, alt

@@ -37,7 +37,8 @@ import torch
 from seqlab.checks import check_id_range
 from seqlab.data.batching import IGNORE_INDEX, LMBatches
 
-__all__ = ["MaskedLMBatches", "MaskedTokens", "apply_masking", "mask_tokens"]
+__all__ = ["MaskedLMBatches", "MaskedTokens", "SpanLengths", "apply_masking", "count_runs", "mask_tokens", "sample_spans",
+           "span_lengths"]
 
 
 class MaskedTokens(NamedTuple):
@@ -154,3 +155,53 @@ class MaskedLMBatches:
     def __iter__(self) -> Iterator[MaskedTokens]:
         for x, _ in self.windows:
             yield mask_tokens(x, self.mask_id, self.vocab_size, self.generator, self.p, special_ids=self.special_ids)
+
+
+# --- T5's span corruption (notebook 14): its lengths, a sampler, and BERT's single tokens counted as runs ----------
+class SpanLengths(NamedTuple):
+    """What span corruption of ``n`` tokens gives: tokens dropped, spans (= sentinels), encoder input, decoder target."""
+
+    corrupted: int
+    spans: int
+    source: int
+    target: int
+
+
+def span_lengths(n: int, rate: float = 0.15, mean_span: float = 3) -> SpanLengths:
+    """T5's counts for ``n`` tokens (Raffel et al. 2020, section 3.3.4): ``round(rate n)`` tokens dropped in
+    ``round(corrupted / mean_span)`` spans; the encoder reads the kept tokens and one sentinel per span, the decoder
+    writes every span after its sentinel, plus a final sentinel."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+        raise ValueError(f"n should be an int >= 2 (tokens to corrupt), got {n!r}")
+    if not 0 < rate < 1 or mean_span < 1:
+        raise ValueError(f"rate should be in (0, 1) and mean_span >= 1, got rate={rate!r}, mean_span={mean_span!r}")
+    corrupted = max(1, round(n * rate))
+    spans = max(1, round(corrupted / mean_span))
+    return SpanLengths(corrupted, spans, n - corrupted + spans, corrupted + spans + 1)
+
+
+def sample_spans(n: int, generator: torch.Generator, rate: float = 0.15, mean_span: float = 3) -> list[tuple[int, int]]:
+    """Random spans ``[(start, end), ...]`` to drop from ``n`` tokens, with exactly :func:`span_lengths`' counts: the
+    kept and the corrupted tokens are each cut at random into ``spans`` runs of at least one token, which alternate
+    (kept first)."""
+    corrupted, spans, _, _ = span_lengths(n, rate, mean_span)
+
+    def cut(total: int, parts: int) -> list[int]:                 # ``parts`` positive lengths summing to ``total``
+        edges = torch.randperm(total - 1, generator=generator)[: parts - 1].sort().values + 1
+        return torch.diff(torch.cat([torch.tensor([0]), edges, torch.tensor([total])])).tolist()
+
+    result, start = [], 0
+    for kept, length in zip(cut(n - corrupted, spans), cut(corrupted, spans)):
+        start += kept
+        result.append((start, start + length))
+        start += length
+    return result
+
+
+def count_runs(chosen: torch.Tensor) -> torch.Tensor:
+    """How many runs of consecutive True each row of ``chosen`` ``(..., n)`` holds: ``(...,)``. Merging each run of
+    positions chosen one at a time (BERT) into one span needs this many sentinels."""
+    if not isinstance(chosen, torch.Tensor) or chosen.dtype != torch.bool or chosen.dim() < 1:
+        got = f"{chosen.dtype} tensor" if isinstance(chosen, torch.Tensor) else type(chosen).__name__
+        raise TypeError(f"count_runs expects a bool tensor of shape (..., n), got {got}")
+    return (chosen[..., 1:] & ~chosen[..., :-1]).sum(-1) + chosen[..., 0]

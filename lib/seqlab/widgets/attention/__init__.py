@@ -21,9 +21,10 @@ Three parts, as for every course widget, one module each:
 """
 
 from seqlab.widgets.attention.compute import (KINDS, AttentionMap, HeadSummary, attention_from_model, attention_map,
-                                              describe_view, summarize_head, top_attended)
+                                              describe_view, head_shares, summarize_head, top_attended)
 from seqlab.widgets.attention.controls import AttentionExplorer
-from seqlab.widgets.attention.draw import AttentionPlot, draw_attention
+from seqlab.widgets.attention.draw import AttentionPlot, draw_attention, head_shares_figure, mask_figure
 
 __all__ = ["KINDS", "AttentionExplorer", "AttentionMap", "AttentionPlot", "HeadSummary", "attention_from_model",
-           "attention_map", "describe_view", "draw_attention", "summarize_head", "top_attended"]
+           "attention_map", "describe_view", "draw_attention", "head_shares", "head_shares_figure", "mask_figure", "summarize_head",
+           "top_attended"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["KINDS", "ROW_SUM_ATOL", "AttentionMap", "HeadSummary", "attention_from_model", "attention_map",
+__all__ = ["KINDS", "ROW_SUM_ATOL", "AttentionMap", "HeadSummary", "attention_from_model", "attention_map", "head_shares",
            "check_view", "clip_token", "describe_view", "summarize_head", "top_attended"]
 
 KINDS = {"encoder": "encoder self-attention", "decoder_self": "decoder masked self-attention",
@@ -346,3 +346,30 @@ def describe_view(amap: AttentionMap, layer: int, head: int, token: int, *, all_
             if listed else "attends to nothing (its row is all masked)")
     return (f"Heatmap of {amap.kind}, layer {layer}, head {head}: {size}. The {query} {most}. "
             f"Head {head} looks like {_head_words(summaries[head])}.")
+
+
+def head_shares(attentions: Sequence) -> dict[str, np.ndarray]:
+    """Where every head of a self-attention stack looks, averaged over sentences: for each of
+    ``attentions`` (one sentence's weights ``(layers, heads, n, n)``), each head's mean share on the
+    ``"previous token"``, the ``"next token"``, the ``"first token"`` and the ``"last token"`` (means over the
+    queries, as :func:`summarize_head`); returns ``{kind: (layers, heads)}``, the mean over the sentences."""
+    if not len(attentions):
+        raise ValueError("head_shares needs at least one sentence's attention weights")
+    kinds = ("previous token", "next token", "first token", "last token")
+    totals: dict[str, np.ndarray] | None = None
+    for weights in attentions:
+        A = _to_numpy(weights, "attentions").astype(np.float64)
+        if A.ndim != 4 or A.shape[-1] != A.shape[-2]:
+            raise ValueError(f"each sentence's weights must be (layers, heads, n, n), got shape {A.shape}")
+        if totals is None:
+            totals = {kind: np.zeros(A.shape[:2]) for kind in kinds}
+        elif A.shape[:2] != totals[kinds[0]].shape:
+            raise ValueError(f"every sentence needs the same (layers, heads) {totals[kinds[0]].shape}, got {A.shape[:2]}")
+        for layer in range(A.shape[0]):
+            for head in range(A.shape[1]):
+                s = summarize_head(A[layer, head])
+                totals["previous token"][layer, head] += s.previous
+                totals["next token"][layer, head] += s.next
+                totals["first token"][layer, head] += s.first
+                totals["last token"][layer, head] += A[layer, head, :, -1].mean()
+    return {kind: table / len(attentions) for kind, table in totals.items()}

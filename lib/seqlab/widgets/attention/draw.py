@@ -26,7 +26,7 @@ from seqlab.widgets.base import draw_matrix, text_colour
 from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
-__all__ = ["AttentionPlot", "clip_token", "draw_attention"]
+__all__ = ["AttentionPlot", "clip_token", "draw_attention", "head_shares_figure", "mask_figure"]
 
 FONT = 10                 # points: tick labels and text (>= 9 pt at 1280x720, where 1 pt >= 1 px)
 CHAR_IN = 0.6 * FONT / 72  # about one character's width in inches
@@ -247,3 +247,67 @@ def draw_attention(amap: AttentionMap, layer: int = 0, head: int = 0, token: int
     query ``token``'s row highlighted and what it attends to most (see :class:`AttentionPlot`)."""
     return AttentionPlot(amap, all_heads=all_heads, top=top, dpi=dpi).update(layer, head, token)
 
+
+
+def mask_figure(panels: Sequence[tuple[str, object, Sequence[str]]]):
+    """Attention masks side by side, each ``(title, mask (n, n) booleans, tokens)`` in seqlab's convention (True = the
+    query, a row, may read the key, a column), drawn as grids; returns ``(figure, alt text)`` for ``show``. The alt
+    text counts each mask's allowed pairs."""
+    import matplotlib.pyplot as plt
+
+    if not panels:
+        raise ValueError("mask_figure needs at least one (title, mask, tokens) panel")
+    masks = []
+    for title, mask, tokens in panels:
+        array = np.asarray(mask)
+        if array.dtype != bool or array.ndim != 2 or array.shape[0] != array.shape[1] or len(tokens) != len(array):
+            raise ValueError(f"{title!r}: a mask must be square booleans (n, n) with n tokens, got "
+                             f"{array.dtype} {array.shape} and {len(tokens)} tokens")
+        masks.append(array)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [len(m) for m in masks]})
+    fig.patch.set_facecolor("white")
+    for k, (ax, (title, _, tokens), mask) in enumerate(zip(axes[0], panels, masks)):
+        draw_matrix(ax, mask.astype(float), list(tokens), list(tokens), annotate=False, vmin=0, vmax=1, xlabel="key",
+                    ylabel="query" if k == 0 else None, title=title)
+        ax.grid(False)
+    fig.tight_layout()
+    alt = (f"{len(panels)} attention masks as grids, query down and key across, dark where a query may read a key: "
+           + "; ".join(f"{title}, {int(mask.sum())} of {mask.size} pairs allowed" for (title, _, _), mask in
+                       zip(panels, masks)) + ".")
+    return fig, alt
+
+
+def head_shares_figure(shares: dict, *, strong: float = 0.5):
+    """:func:`~seqlab.widgets.attention.compute.head_shares`' tables, ``{kind: (layers, heads)}``, as heat maps
+    (layer down, head across), two per row; returns ``(figure, alt text)``. The alt text names each kind's largest
+    share and counts the heads above ``strong``."""
+    import matplotlib.pyplot as plt
+
+    if not shares:
+        raise ValueError("head_shares_figure needs at least one {kind: (layers, heads)} table")
+    tables = {kind: np.asarray(table, dtype=float) for kind, table in shares.items()}
+    layers, heads = next(iter(tables.values())).shape
+    rows = math.ceil(len(tables) / 2)
+    fig, axes = plt.subplots(rows, 2, figsize=(12, 3.4 * rows), squeeze=False)
+    fig.patch.set_facecolor("white")
+    for ax, (kind, table) in zip(axes.flat, tables.items()):
+        draw_matrix(ax, table, [str(l) for l in range(layers)], [str(h) for h in range(heads)], vmin=0, vmax=1,
+                    cmap="Oranges", fmt=lambda v: f"{v:.1f}", xlabel="head", ylabel="layer", title=f"share on the {kind}",
+                    fontsize=9)
+        ax.grid(False)
+    for ax in list(axes.flat)[len(tables):]:
+        ax.axis("off")
+    fig.tight_layout()
+
+    def largest(table: np.ndarray) -> str:
+        layer, head = np.unravel_index(np.argmax(table), table.shape)
+        return f"{table.max():.2f} at layer {layer}, head {head}"
+
+    alt = (f"{len(tables)} heat maps of {layers} × {heads}, layer down and head across, of the share of each head's "
+           f"attention that goes to " + ", ".join(f"the {kind}" for kind in tables) + "; the largest share on "
+           + "; ".join(f"the {kind}: {largest(table)}" for kind, table in tables.items())
+           + f". Heads putting more than {strong:g} on each: "
+           + ", ".join(f"{kind} {int((table > strong).sum())}" for kind, table in tables.items())
+           + f" of {layers * heads}.")
+    return fig, alt
