@@ -146,3 +146,55 @@ def test_wrong_predictions_are_told_the_measurement_and_why(wrong, words):
     assert words in message, message
     if isinstance(wrong, dict) and len(wrong) == 2 and all(isinstance(v, bool) for v in wrong.values()):
         assert "measured: T = 10: MSE" in message and "not learned" in message
+
+
+# -- build, then watch: the student's cell drives a character LSTM -------------------------------------
+
+def _char_lstm():
+    from seqlab.data import Vocab
+    from seqlab.models.charlm import CharLM, CharLMConfig
+
+    vocab = Vocab.chars("abcdefgh \n")
+    torch.manual_seed(0)
+    model = CharLM(CharLMConfig(vocab_size=len(vocab), cell="lstm", embed_size=4, hidden_size=6)).double()
+    return model, vocab
+
+
+def test_the_reference_cell_writes_what_the_model_writes_greedily():
+    from seqlab.exercises import EXERCISES
+    from seqlab.exercises.nb04_lstm import continue_with_cell
+
+    model, vocab = _char_lstm()
+    for prompt in ("a", "abc de"):
+        written = continue_with_cell(EXERCISES["lstm_cell"].reference, model, vocab, prompt, 12)
+        greedy = vocab.decode(model.generate(vocab.encode(prompt), 12, temperature=0))
+        assert len(written) == 12 and prompt + written == greedy
+    assert continue_with_cell(make_cell(), model, vocab, "abc", 0) == ""
+
+
+def test_the_students_cell_is_the_one_that_runs():
+    from seqlab.exercises.nb04_lstm import continue_with_cell
+
+    model, vocab = _char_lstm()
+    calls = []
+
+    def counting(*args):
+        calls.append(args[0].shape)
+        return make_cell()(*args)
+
+    continue_with_cell(counting, model, vocab, "abc", 5)
+    assert len(calls) == 3 + 5 - 1 and all(shape == (1, 4) for shape in calls), "one call per character read"
+    frozen = continue_with_cell(lambda x, h, c, *w: (h, c), model, vocab, "abc", 5)     # a cell that never changes
+    assert len(set(frozen)) == 1, "the text then depends on nothing the cell computes"
+
+
+def test_continue_with_cell_refuses_what_it_cannot_drive():
+    from seqlab.exercises.nb04_lstm import continue_with_cell
+    from seqlab.models.charlm import CharLM, CharLMConfig
+
+    model, vocab = _char_lstm()
+    gru = CharLM(CharLMConfig(vocab_size=len(vocab), cell="gru", embed_size=4, hidden_size=6))
+    with pytest.raises(ValueError, match="one-layer, one-direction LSTM"):
+        continue_with_cell(make_cell(), gru, vocab, "abc", 3)
+    with pytest.raises(ValueError, match="non-empty prompt"):
+        continue_with_cell(make_cell(), model, vocab, "", 3)

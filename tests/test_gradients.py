@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.gradients import (ACTIVATIONS, bptt_step, gradient_norms_through_time, input_sensitivity,
-                              linear_gradient_norms, random_rnn_weights, rnn_backward, rnn_forward,
+                              linear_gradient_norms, memory_gradient_norms, random_rnn_weights, rnn_backward, rnn_forward,
                               scale_to_spectral_radius, spectral_radius)
 from seqlab.nn import RNN
 from seqlab.models.charlm import CharLM, CharLMConfig
@@ -127,6 +127,53 @@ def test_input_sensitivity_is_the_gradient_of_the_last_loss():
     (grad,) = torch.autograd.grad(loss, e)
     assert torch.allclose(sens, grad.norm(dim=-1).mean(0).flip(0), atol=1e-6)
     assert all(p.grad is None for p in model.parameters()), "measuring leaves the parameters' gradients alone"
+
+
+def _char_model(cell: str, **kwargs) -> tuple[CharLM, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    model = CharLM(CharLMConfig(vocab_size=11, cell=cell, embed_size=6, hidden_size=8, **kwargs)).double()
+    g = torch.Generator().manual_seed(1)
+    return model, torch.randint(0, 11, (3, 9), generator=g), torch.randint(0, 11, (3, 9), generator=g)
+
+
+def test_memory_gradient_of_an_rnn_is_the_hand_written_bptt():
+    model, x, y = _char_model("rnn")
+    model.train()
+    norms = memory_gradient_norms(model, x, y)
+    assert norms.shape == (9,) and model.training, "one value per distance, and the mode comes back"
+    assert all(p.grad is None for p in model.parameters()), "measuring leaves the parameters' gradients alone"
+    rnn = model.rnn
+    e = model.embed(x).detach().transpose(0, 1)                                  # (T, B, E)
+    states = rnn_forward(e, rnn.weight_hh_l0.detach(), rnn.weight_ih_l0.detach(),
+                         (rnn.bias_ih_l0 + rnn.bias_hh_l0).detach())             # (T+1, B, H)
+    p = torch.softmax(model.head(states[-1]), dim=-1).detach()
+    dL_dh = torch.zeros_like(states[1:])
+    dL_dh[-1] = (p - F.one_hot(y[:, -1], 11)) @ model.head.weight.detach()       # cross-entropy through the head
+    dh = rnn_backward(e, states, rnn.weight_hh_l0.detach(), dL_dh).dh             # (T+1, B, H), t = 0 .. T
+    assert torch.allclose(norms, dh[1:].norm(dim=-1).mean(1).flip(0), rtol=1e-9, atol=1e-12)
+
+
+def test_memory_gradient_of_an_lstm_is_taken_at_the_cell_state():
+    model, x, y = _char_model("lstm")
+    norms = memory_gradient_norms(model, x, y)
+    out, _, trace = model.rnn(model.embed(x), return_trace=True)
+    o_T, c_T = trace.get("o")[:, -1], trace.get("c")[:, -1]                       # (B, H)
+    p = torch.softmax(model.head(out[:, -1]), dim=-1)
+    dL_dh = (p - F.one_hot(y[:, -1], 11)) @ model.head.weight                    # (B, H)
+    dL_dc = dL_dh * o_T * (1 - torch.tanh(c_T) ** 2)                              # h_T = o_T tanh(c_T)
+    assert torch.allclose(norms[0], dL_dc.norm(dim=-1).mean().detach(), rtol=1e-9)
+    assert (norms > 0).all() and norms.shape == (9,)
+
+
+def test_memory_gradient_names_what_it_measures():
+    model, x, y = _char_model("gru")
+    with pytest.raises(ValueError, match="one-layer, one-direction LSTM or tanh RNN, got 'GRU'"):
+        memory_gradient_norms(model, x, y)
+    model, x, y = _char_model("lstm", num_layers=2)
+    with pytest.raises(ValueError, match="with 2 layer"):
+        memory_gradient_norms(model, x, y)
+    with pytest.raises(ValueError, match="ids of shape"):
+        memory_gradient_norms(model, x.float(), y)
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -155,6 +155,71 @@ def test_draw_rejects_a_view_outside_the_record(records):
         draw_gates(records["GRU"], step=len(TEXT))
 
 
+# -- which unit follows a pattern -----------------------------------------------------------------
+
+def test_chars_since_counts_the_position_in_the_line():
+    from seqlab.widgets.gates import chars_since
+
+    assert chars_since("ab\ncd\n\ne").tolist() == [1, 2, 0, 1, 2, 0, 0, 1]
+    assert chars_since("a b", mark=" ").tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match="one character"):
+        chars_since("abc", mark="ab")
+
+
+def test_strongest_unit_finds_the_planted_unit_and_its_runner_up(records):
+    from seqlab.widgets.gates import strongest_unit, unit_correlations
+
+    record = records["LSTM"]
+    rng = np.random.default_rng(0)
+    signal = rng.normal(size=record.steps)
+    values = rng.normal(size=(record.steps, HIDDEN))
+    values[:, 7] = -2 * signal + 0.1 * rng.normal(size=record.steps)      # follows the signal, with the sign flipped
+    values[:, 3] = signal + 1.0 * rng.normal(size=record.steps)           # follows it loosely
+    values[:, 5] = 1.0                                                    # constant: correlation 0, not nan
+    planted = GateRecord(record.chars, record.cell, record.mode, record.values | {"c": values})
+    found = strongest_unit(planted, signal, "c")
+    assert (found.unit, found.runner_up) == (7, 3) and found.correlation < -0.99
+    assert 0.3 < found.runner_up_correlation < 0.9 and found.margin == pytest.approx(
+        abs(found.correlation) - abs(found.runner_up_correlation))
+    expected = [np.corrcoef(values[:, u], signal)[0, 1] for u in (7, 3)]
+    assert np.allclose(found.correlations[[7, 3]], expected) and found.correlations[5] == 0
+    assert np.allclose(unit_correlations(record["h"], signal),
+                       [np.corrcoef(record["h"][:, u], signal)[0, 1] for u in range(HIDDEN)])
+
+
+def test_strongest_unit_errors_are_clear(records):
+    from seqlab.widgets.gates import strongest_unit
+
+    record = records["LSTM"]
+    with pytest.raises(ValueError, match="one value per character"):
+        strongest_unit(record, np.zeros(3))
+    with pytest.raises(ValueError, match="must be one of"):
+        strongest_unit(record, np.arange(record.steps), "z")
+    with pytest.raises(ValueError, match="constant"):
+        strongest_unit(record, np.ones(record.steps))
+
+
+def test_text_colours_draw_every_character_on_its_values_colour():
+    from seqlab.colours import DIVERGING
+    from seqlab.widgets.gates import draw_text_colours
+
+    text = "ab\ncde"
+    values = np.array([-1.0, 0.0, 2.0, 1.0, 0.5, -2.0])
+    fig = draw_text_colours(text, values, vmax=2.0, label="cell state")
+    ax = fig.axes[0]
+    grid = np.asarray(ax.images[0].get_array())
+    assert grid.shape == (2, 3) and not np.isnan(grid).any()
+    assert grid[0].tolist() == [-1.0, 0.0, 2.0] and grid[1].tolist() == [1.0, 0.5, -2.0]
+    assert [t.get_text() for t in ax.texts] == ["a", "b", "↵", "c", "d", "e"]
+    assert ax.images[0].get_cmap().name.startswith(DIVERGING) and ax.images[0].norm.vmin == -2.0
+    letters = {t.get_text(): t.get_color() for t in ax.texts}
+    assert letters["e"] == "white" and letters["b"] == "black"        # dark blue under e, white under b
+    assert fig.axes[1].get_xlabel() == "cell state"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one number per character"):
+        draw_text_colours("abc", np.zeros(2))
+
+
 def test_long_text_labels_every_kth_character():
     record = gate_record(_model("rnn", hidden=4), VOCAB, "abcdefghij" * 20)
     labels = draw_gates(record).axes[-2].get_xticklabels()

@@ -48,7 +48,8 @@ from seqlab.modes import evaluating
 
 __all__ = [
     "ACTIVATIONS", "Activation", "BPTTGrads", "bptt_step", "gradient_norms_through_time", "input_sensitivity",
-    "linear_gradient_norms", "random_rnn_weights", "rnn_backward", "rnn_forward", "scale_to_spectral_radius", "spectral_radius",
+    "linear_gradient_norms", "memory_gradient_norms", "random_rnn_weights", "rnn_backward", "rnn_forward",
+    "scale_to_spectral_radius", "spectral_radius",
 ]
 
 
@@ -312,3 +313,39 @@ def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
         loss = F.cross_entropy(logits, y[:, -1], reduction="sum")   # one loss per sequence, summed
         (grad,) = torch.autograd.grad(loss, e)                    # (B, T, E)
     return grad.norm(dim=-1).mean(dim=0).flip(0)                  # (T,), index k = distance from the end
+
+
+def memory_gradient_norms(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """How strongly the loss at the last step depends on the model's memory k steps back, for a char model.
+
+    ``model`` is a one-layer :class:`seqlab.models.charlm.CharLM` with an LSTM or a tanh RNN; ``x``, ``y``
+    ``(B, T)`` ids as from ``LMBatches``. The memory is what each step hands on: the cell state ``c_t`` of an
+    LSTM, the hidden state ``h_t`` of an RNN. The loss is the cross-entropy of the last prediction, ``L_T``.
+    Returns ``(T,)``: entry ``k`` is ||dL_T / dm_{T-k}|| (the total derivative, along every path), averaged
+    over the batch; k = 0 is the memory after the last character read.
+    """
+    from seqlab.nn.lstm import lstm_step
+    from seqlab.nn.rnn import rnn_step
+
+    for name, t in (("x", x), ("y", y)):
+        if not isinstance(t, Tensor) or t.dim() != 2 or t.dtype != torch.long:
+            got = f"{t.dtype} tensor of shape {_shape(t)}" if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{name} should be ids of shape (B, T) and dtype torch.long, got {got}")
+    if x.shape != y.shape:
+        raise ValueError(f"x and y should have the same shape (B, T), got {_shape(x)} and {_shape(y)}")
+    rnn = model.rnn
+    steps = {"LSTM": (lstm_step, 2), "RNN_TANH": (rnn_step, 1)}
+    if getattr(rnn, "mode", None) not in steps or rnn.num_layers != 1 or rnn.bidirectional:
+        raise ValueError(f"expected a one-layer, one-direction LSTM or tanh RNN, got {getattr(rnn, 'mode', rnn)!r} "
+                         f"with {rnn.num_layers} layer(s)")
+    step, n_states = steps[rnn.mode]
+    with evaluating(model), torch.enable_grad():
+        xw = model.embed(x) @ rnn.weight_ih_l0.t() + rnn.bias_ih_l0 + rnn.bias_hh_l0   # (B, T, 4H or H)
+        state = tuple(xw.new_zeros(x.shape[0], rnn.hidden_size) for _ in range(n_states))   # (h,) or (h, c)
+        memories = []
+        for t in range(x.shape[1]):
+            state, _ = step(xw[:, t], state, rnn.weight_hh_l0)
+            memories.append(state[-1])                            # c_t for the LSTM, h_t for the RNN
+        loss = F.cross_entropy(model.head(state[0]), y[:, -1], reduction="sum")   # state[0] is h_T
+        grads = torch.autograd.grad(loss, memories)               # T tensors (B, H)
+    return torch.stack([g.norm(dim=-1).mean() for g in grads]).flip(0)   # (T,), index k = distance from the end

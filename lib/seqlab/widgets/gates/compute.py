@@ -3,8 +3,9 @@ r"""The gate explorer's compute part: one pass of a character model over a text,
 :func:`gate_record` runs a :class:`~seqlab.models.charlm.CharLM` once and returns a
 :class:`GateRecord`: the characters and, for every quantity the recurrent layer traces, a
 ``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``). :func:`describe_gates`
-says in words what the explorer's picture of a view shows (its alt text). Arrays in, arrays out:
-tested without a display.
+says in words what the explorer's picture of a view shows (its alt text). :func:`strongest_unit` finds
+the unit whose state follows a signal of the text (:func:`chars_since`: the position in the line)
+most closely. Arrays in, arrays out: tested without a display.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from seqlab.modes import evaluating
 if TYPE_CHECKING:
     from seqlab.data import Vocab
 
-__all__ = ["DEFAULT_GATE", "GATES", "QUANTITIES", "SATURATED", "GateRecord", "describe_gates", "gate_record",
-           "visible_char"]
+__all__ = ["DEFAULT_GATE", "GATES", "QUANTITIES", "SATURATED", "GateRecord", "UnitSearch", "chars_since",
+           "describe_gates", "gate_record", "strongest_unit", "unit_correlations", "visible_char"]
 
 # cell type -> the gates a user can pick (in torch's weight order), and the default one
 GATES: dict[str, tuple[str, ...]] = {"lstm": ("i", "f", "g", "o"), "gru": ("r", "z", "n"), "rnn": ("a",)}
@@ -171,3 +172,83 @@ def describe_gates(record: GateRecord, gate: str, units: tuple[int, int], step: 
             text += ", " + (" and ".join(parts) if parts else f"never below {low:g} or above {high:g}")
         text += "."
     return text
+
+
+# --------------------------------------------------------------------------------------------
+# Which unit follows a pattern of the text?
+# --------------------------------------------------------------------------------------------
+
+def chars_since(chars: str | tuple[str, ...], mark: str = "\n") -> np.ndarray:
+    """``(T,)`` float64: how many characters were read since the last ``mark`` (0 at a mark itself).
+
+    With ``mark="\n"`` this is the position in the line: 1 at a line's first character. Before the
+    first mark the count runs from the start of the text.
+    """
+    if not isinstance(mark, str) or len(mark) != 1:
+        raise ValueError(f"mark must be one character, got {mark!r}")
+    counts = np.zeros(len(chars))
+    count = 0
+    for t, ch in enumerate(chars):
+        count = 0 if ch == mark else count + 1
+        counts[t] = count
+    return counts
+
+
+def unit_correlations(values: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """``(H,)``: Pearson's correlation of each column of ``values`` ``(T, H)`` with ``signal`` ``(T,)``,
+    in float64 (a constant column gets 0)."""
+    values, signal = np.asarray(values, dtype=np.float64), np.asarray(signal, dtype=np.float64)
+    if values.ndim != 2 or signal.shape != values.shape[:1]:
+        raise ValueError(f"values should be (T, H) and signal (T,) with the same T, got {values.shape} and "
+                         f"{signal.shape}")
+    if signal.std() == 0:
+        raise ValueError("signal is constant over the text: there is nothing to correlate with")
+    centred = values - values.mean(0)                                    # (T, H)
+    s = signal - signal.mean()                                           # (T,)
+    norms = np.linalg.norm(centred, axis=0) * np.linalg.norm(s)          # (H,)
+    return np.divide(s @ centred, norms, out=np.zeros(values.shape[1]), where=norms > 0)
+
+
+@dataclass(frozen=True)
+class UnitSearch:
+    """The result of :func:`strongest_unit`: every unit's correlation with the signal, ranked by its size."""
+
+    name: str                        # the quantity searched: 'c', 'h', or a gate
+    correlations: np.ndarray         # (H,) float64
+
+    @property
+    def ranking(self) -> np.ndarray:
+        """Units by decreasing |correlation| (ties: the lower unit first)."""
+        return np.argsort(-np.abs(self.correlations), kind="stable")
+
+    @property
+    def unit(self) -> int:
+        return int(self.ranking[0])
+
+    @property
+    def correlation(self) -> float:
+        return float(self.correlations[self.unit])
+
+    @property
+    def runner_up(self) -> int:
+        return int(self.ranking[1])
+
+    @property
+    def runner_up_correlation(self) -> float:
+        return float(self.correlations[self.runner_up])
+
+    @property
+    def margin(self) -> float:
+        """How much further the best unit's |correlation| reaches than the runner-up's."""
+        return abs(self.correlation) - abs(self.runner_up_correlation)
+
+
+def strongest_unit(record: GateRecord, signal: np.ndarray, name: str = "c") -> UnitSearch:
+    """The unit whose ``name`` (``'c'``: cell state, ``'h'``, or a gate) follows ``signal`` ``(T,)`` most
+    closely over ``record``'s text, measured by the size of Pearson's correlation; with the runner-up."""
+    if name not in record.values:
+        raise ValueError(f"name must be one of {sorted(record.values)} for this {record.cell.upper()}, got {name!r}")
+    if np.shape(signal) != (record.steps,):
+        raise ValueError(f"signal should have one value per character, shape ({record.steps},), got "
+                         f"{np.shape(signal)}")
+    return UnitSearch(name, unit_correlations(record[name], signal))

@@ -4,7 +4,8 @@ r"""The gate explorer's draw part: a record as stacked heatmaps over time x unit
 chosen step's column outlined in every panel, and one unit's row (the watched one). :class:`GatePlot`
 is the same figure kept alive and updated in place, rendered through a
 :class:`~seqlab.widgets.layered.LayeredFigure` with one panel per heatmap: what makes the widget
-answer quickly.
+answer quickly. :func:`draw_text_colours` draws one unit as the text itself, each character on its
+value's colour (Karpathy's way).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from seqlab.widgets.gates.compute import DEFAULT_GATE, QUANTITIES, GateRecord, v
 from seqlab.widgets.layered import LayeredFigure
 from seqlab.widgets.live import PNGFigure
 
-__all__ = ["GateFigure", "GatePlot", "draw_gates"]
+__all__ = ["GateFigure", "GatePlot", "draw_gates", "draw_text_colours"]
 
 
 def _limit(record: GateRecord, name: str) -> tuple[float, float]:
@@ -237,3 +238,54 @@ def draw_gates(record: GateRecord, gate: str | None = None, units: tuple[int, in
     gate = DEFAULT_GATE[record.cell] if gate is None else gate
     units = (0, min(32, record.hidden_size)) if units is None else units
     return GatePlot(record).update(gate, units, step, mark)
+
+
+def draw_text_colours(chars: str | tuple[str, ...], values: np.ndarray, *, vmax: float | None = None,
+                      title: str = "", label: str = "value", char_width: float = 0.15):
+    """The text itself, each character on a background of its value's colour: one unit drawn as Karpathy does.
+
+    ``values`` ``(T,)`` holds one number per character (a unit's ``c_t`` or ``h_t``). Colours come from the
+    course's diverging map, centred at 0 and clipped at ``±vmax`` (default: the largest ``|value|``), so
+    blue is negative, white 0 and red positive. A line break ends a row and is drawn as "↵" on its own
+    colour. Dark backgrounds get white letters. Returns the figure (a colour bar labelled ``label`` below).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import Normalize
+
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (len(chars),):
+        raise ValueError(f"values should have one number per character, shape ({len(chars)},), got {values.shape}")
+    if len(chars) == 0:
+        raise ValueError("the text is empty: nothing to draw")
+    rows, row, col = [], [], 0                                        # rows of (character, value)
+    for ch, v in zip(chars, values):
+        row.append((visible_char(ch) if ch in "\n\t\r" else ch, v))
+        if ch == "\n":
+            rows.append(row)
+            row = []
+    if row:
+        rows.append(row)
+    width = max(len(r) for r in rows)
+    grid = np.full((len(rows), width), np.nan)                        # (rows, columns); nan: no character
+    for r, cells in enumerate(rows):
+        grid[r, : len(cells)] = [v for _, v in cells]
+    bound = float(vmax) if vmax is not None else float(np.abs(values).max()) or 1.0
+    cmap = plt.get_cmap(DIVERGING).with_extremes(bad="white")
+    norm = Normalize(-bound, bound, clip=True)
+
+    fig, ax = plt.subplots(figsize=(width * char_width + 0.4, len(rows) * 0.3 + 1.1), facecolor="white")
+    image = ax.imshow(grid, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+    for r, cells in enumerate(rows):
+        for k, (ch, v) in enumerate(cells):
+            red, green, blue, _ = cmap(norm(v))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5      # white letters on a dark background
+            ax.text(k, r, ch, ha="center", va="center", family="monospace", fontsize=11,
+                    color="white" if dark else "black")
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=11, loc="left")
+    bar = fig.colorbar(image, ax=ax, orientation="horizontal", fraction=0.9 / (len(rows) + 4), pad=0.02,
+                       aspect=40)
+    bar.set_label(label, fontsize=9)
+    bar.ax.tick_params(labelsize=8)
+    return fig
