@@ -73,7 +73,7 @@ class PositionalPlot:
             self.table_labels["learned"] = learned_label
         panels = sum(len(ENCODING_CLASSES[name].hooks()) for name in shown_encodings())   # one per encoding and hook
         columns = panels + 1                                       # and the R_k corner
-        self.figure = PNGFigure(figsize=(min(3.0 * columns, 14.5), 6.7), dpi=dpi)
+        self.figure = PNGFigure(figsize=(min(12.0 + 2.5 * (panels - 3), 15.5), 6.7), dpi=dpi)   # <= 1240 px wide
         grid = self.figure.add_gridspec(2, columns, height_ratios=[1.0, 1.0], hspace=0.5, wspace=0.35,
                                         left=0.05, right=0.985, top=0.94, bottom=0.07)
         half = (columns + 1) // 2
