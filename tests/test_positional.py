@@ -322,7 +322,7 @@ def test_factory_errors():
         positional_encoding("absolute", d_model=8, num_heads=2, max_len=4)
     for bad in (None, ["rope"], "RoPE"):                 # any unknown value ends in the same error
         with pytest.raises(ValueError, match=rf"unknown positional encoding {re.escape(repr(bad))}; expected one of "
-                                             r"\('none', 'sinusoidal', 'learned', 'rope', 'alibi'\)"):
+                                             rf"{re.escape(repr(POSITIONAL_ENCODINGS))}"):
             positional_encoding(bad, d_model=8, num_heads=2, max_len=4)
     with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads \(each head gets d_model / "
                                          r"num_heads features\), got d_model=10, num_heads=4; num_heads could be "

@@ -193,11 +193,14 @@ def test_each_encoding_that_puts_position_in_gets_a_panel_in_course_order():
     from seqlab.nn.positional import ENCODING_CLASSES
     from seqlab.widgets.positional import encoding_views, shown_encodings
 
-    assert shown_encodings() == tuple(name for name in ENCODING_CLASSES if name != "none")    # NoPE: no hook
+    assert shown_encodings() == tuple(name for name, cls in ENCODING_CLASSES.items() if cls.hooks())  # not NoPE
+    assert "none" not in shown_encodings()
     views = encoding_views(32, 16)
-    assert [(v.name, v.hook) for v in views] == [("sinusoidal", "forward"), ("learned", "forward"),
-                                                 ("rope", "rotate"), ("alibi", "score_bias")]
-    sinusoidal, learned, rope, alibi = views
+    assert [(v.name, v.hook) for v in views] == [(name, hook) for name in shown_encodings()
+                                                 for hook in ENCODING_CLASSES[name].hooks()]
+    by_name = {v.name: v for v in views}
+    sinusoidal, learned, rope, alibi = (by_name[n] for n in ("sinusoidal", "learned", "rope", "alibi"))
+    assert [(v.hook) for v in (sinusoidal, learned, rope, alibi)] == ["forward", "forward", "rotate", "score_bias"]
     assert np.allclose(sinusoidal.values, sinusoidal_similarity(32, 16), atol=1e-6)   # the float32 table's cosines
     assert np.allclose(rope.values, rope_similarity(32, 16), atol=1e-12)             # one head of width d_model
     distance = np.abs(np.arange(32)[:, None] - np.arange(32)[None, :])
@@ -205,8 +208,8 @@ def test_each_encoding_that_puts_position_in_gets_a_panel_in_course_order():
     assert learned.title == "learned, untrained (random init)" and np.allclose(np.diag(learned.values), 1.0)
     assert np.array_equal(encoding_views(32, 16)[1].values, learned.values)          # the same init every time
     explorer = PositionalExplorer(length=16)
-    assert [ax.get_title().split(":")[0].split(",")[0] for ax in explorer.plot.ax_sim] == \
-        ["sinusoidal", "learned", "RoPE", "ALiBi"]
+    assert [ax.get_title().split(":")[0].split(",")[0] for ax in explorer.plot.ax_sim] == [v.label for v in views]
+    assert [v.label for v in views][:4] == ["sinusoidal", "learned", "RoPE", "ALiBi"]
 
 
 class _ToyBias(PositionalEncoding):
@@ -225,12 +228,13 @@ class _ToyBias(PositionalEncoding):
 
 def test_an_encoding_added_to_the_registry_shows_up_drawn_by_its_hook(monkeypatch):
     from seqlab.nn import positional
+    from seqlab.widgets.positional import encoding_views
 
     monkeypatch.setitem(positional.ENCODING_CLASSES, "log", _ToyBias)
     explorer = PositionalExplorer(length=16)
     toy = explorer.plot.views[-1]
     assert (toy.name, toy.hook, toy.title) == ("log", "score_bias", "log bias: bias b(m, n), 1 head")
-    assert len(explorer.plot.ax_sim) == 5 and toy.values[3, 5] == pytest.approx(-math.log(3))
+    assert len(explorer.plot.ax_sim) == len(encoding_views(16, 64)) and toy.values[3, 5] == pytest.approx(-math.log(3))
     text = explorer.describe(**explorer.values())
     assert "the score bias of ALiBi and log bias" in text and f"log bias bias {-math.log(2):.3f} and" in text
     width, _ = Image.open(io.BytesIO(explorer.live.image.value)).size
