@@ -15,8 +15,10 @@ from seqlab.nn.positional import POSITIONAL_ENCODINGS, ALiBi, RotaryPositionalEn
 
 from exercise_helpers import failure_message, measurement_error
 
-# section 9's measurement, accuracy_at_64
-ACCURACY_AT_64 = {"none": 0.43, "sinusoidal": 0.32, "learned": 0.31, "rope": 0.65, "alibi": 0.98}
+# section 9's measurement, accuracy_at_64; an encoding added to the registry later gets a stand-in below 0.9
+# (these tests are about the checker's verdicts and hints, not about the encodings)
+ACCURACY_AT_64 = {name: 0.30 for name in POSITIONAL_ENCODINGS} | {"none": 0.43, "sinusoidal": 0.32, "learned": 0.31,
+                                                                 "rope": 0.65, "alibi": 0.98}
 
 
 def test_references_pass_and_agree_with_seqlab():
@@ -161,7 +163,7 @@ def test_extrapolation_hints(prediction, hints):
 @pytest.mark.parametrize("measured, error, says", [
     (None, TypeError, "judges your prediction against the notebook's measurement"),
     ({"rope": 0.5}, ValueError,
-     "expected one accuracy per encoding, none, sinusoidal, learned, rope, alibi; got the keys rope"),
+     f"expected one accuracy per encoding, {', '.join(POSITIONAL_ENCODINGS)}; got the keys rope"),
     ([0.43, 0.32, 0.31, 0.65, 0.98], TypeError, "expected a dict of accuracies by encoding, got list"),
     (ACCURACY_AT_64 | {"alibi": 98.0}, ValueError, "expected accuracies between 0 and 1"),
 ])

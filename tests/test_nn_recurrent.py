@@ -650,7 +650,8 @@ def test_lstm_backward_names_match_the_chain_rule():
     stacked = {k: v.detach()[None] for k, v in cache.items()}
     prepared = {k: v[0] for k, v in lstm_backward_prepare(stacked, (torch.stack([h0, h1.detach()]),
                                                                      torch.stack([c0, c1.detach()]))).items()}
-    d_gates, _, _ = lstm_step_backward((dh, dc), prepared, W)
+    d_gates, _, _, no_weights = lstm_step_backward((dh, dc), prepared, W)
+    assert no_weights == {}
     d_i, d_f, d_g, d_o = d_gates.chunk(4, dim=1)
     for name, mine, auto in zip("ifgo", (d_i, d_f, d_g, d_o), xw.grad.chunk(4, dim=1)):
         assert torch.allclose(mine, auto, atol=1e-12), f"d_{name} differs from autograd"
@@ -736,3 +737,139 @@ def test_projected_lstm_errors_name_the_sizes():
     with pytest.raises(ValueError, match=rf"expected c0 of shape \(2, {B}, {H}\) \[num_layers \* num_directions, B, "
                                          rf"hidden_size\], got \(2, {B}, {P}\)"):
         model(x, (torch.zeros(2, B, P), torch.zeros(2, B, P)))
+
+
+# -- peephole connections: a cell weight the fused path differentiates ------------------------------
+def _peephole_pair(**kwargs):
+    torch.manual_seed(0)
+    fused = LSTM(I, H, peephole=True, dtype=torch.float64, **kwargs)
+    plain = LSTM(I, H, peephole=True, dtype=torch.float64, **kwargs)
+    plain.load_state_dict(fused.state_dict())
+    plain.fused = False
+    return fused, plain
+
+
+@pytest.mark.parametrize("peephole", [False, True])
+@pytest.mark.parametrize("num_layers, bidirectional", [(1, False), (1, True), (2, False), (2, True)])
+@pytest.mark.parametrize("lengths", [None, [5, 2, 3]])
+def test_peephole_fused_and_plain_agree_on_outputs_and_every_gradient(peephole, num_layers, bidirectional, lengths):
+    torch.manual_seed(0)
+    fused = LSTM(I, H, num_layers, peephole=peephole, bidirectional=bidirectional, dtype=torch.float64)
+    plain = LSTM(I, H, num_layers, peephole=peephole, bidirectional=bidirectional, dtype=torch.float64)
+    plain.load_state_dict(fused.state_dict())
+    plain.fused = False
+    x = leaf(T, B, I, seed=1).double().detach().requires_grad_()
+    hx = (leaf(num_layers * (1 + bidirectional), B, H, seed=2).double(),
+          leaf(num_layers * (1 + bidirectional), B, H, seed=3).double())
+    kwargs = {} if lengths is None else {"lengths": torch.tensor(lengths)}
+    a, b = run(fused, x, hx, **kwargs), run(plain, x, hx, **kwargs)
+    assert set(a[2]) == set(b[2]) and all(g is not None for g in a[2].values())
+    assert max_error(a, b) < 1e-12
+    names = [n for n in a[2] if n.startswith("weight_c")]
+    assert len(names) == (3 * num_layers * (1 + bidirectional) if peephole else 0)
+
+
+def test_peephole_packed_sequence_fused_equals_plain():
+    fused, plain = _peephole_pair(num_layers=2, bidirectional=True)
+    x = leaf(T, B, I, seed=4).double().detach()
+    lengths = torch.tensor([5, 3, 2])
+    packed = lambda t: pack_padded_sequence(t, lengths, enforce_sorted=False)     # noqa: E731
+    outputs = []
+    for model in (fused, plain):
+        leaf_x = x.clone().requires_grad_()
+        output, (h_n, c_n) = model(packed(leaf_x))
+        (pad_packed_sequence(output, total_length=T)[0].square().sum() + h_n.sum() + c_n.sum()).backward()
+        outputs.append([leaf_x.grad, *(p.grad for p in model.parameters()), h_n.detach(), c_n.detach()])
+    assert all(torch.allclose(p, q, atol=1e-12, rtol=0) for p, q in zip(*outputs))
+
+
+def test_peephole_weights_get_a_gradient_on_the_fused_path_and_run_it():
+    """The silent freeze: a declared cell weight must get its gradient from the fused backward, not none."""
+    fused, _ = _peephole_pair(num_layers=2, bidirectional=True)
+    output, _ = fused(leaf(T, B, I, seed=5).double())
+    assert type(output.grad_fn).__name__.startswith("_FusedScanBackward") or \
+        "_FusedScan" in str(output.grad_fn.next_functions)                     # the fused scan ran
+    output.sum().backward()
+    for name, p in fused.named_parameters():
+        assert p.grad is not None and p.grad.abs().max() > 0, f"{name} got no gradient"
+    assert fused.weight_co_l1_reverse.grad.shape == (H,)
+    # the peepholes change the output: a model with them zeroed is an ordinary LSTM
+    with torch.no_grad():
+        for name, p in fused.named_parameters():
+            if name.startswith("weight_c"):
+                p.zero_()
+    plain = LSTM(I, H, 2, bidirectional=True, dtype=torch.float64)
+    plain.load_state_dict({k: v for k, v in fused.state_dict().items() if not k.startswith("weight_c")})
+    x = leaf(T, B, I, seed=6).double()
+    assert torch.allclose(fused(x)[0], plain(x)[0], atol=1e-14)
+
+
+def test_fused_peephole_scan_passes_gradcheck():
+    from seqlab.nn.bptt import scan_fused
+    from seqlab.nn.lstm import lstm_peephole_step
+
+    g = torch.Generator().manual_seed(0)
+
+    def r(*shape):
+        return (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.5).requires_grad_()
+
+    xw, h0, c0, w_hh, b_hh = r(4, 2, 4 * 3), r(2, 3), r(2, 3), r(4 * 3, 3), r(4 * 3)
+    w_ci, w_cf, w_co = r(3), r(3), r(3)
+    mask = torch.tensor([[True, True], [True, True], [True, False], [True, False]]).unsqueeze(-1)
+
+    def scan(xw, h0, c0, w_hh, b_hh, w_ci, w_cf, w_co, mask=None):
+        out, (h, c), _ = scan_fused("LSTM", lstm_peephole_step, xw, (h0, c0), w_hh, b_hh, mask, LSTM.cache_names,
+                                    hh_grad_is_xw_grad=False, cell_weights={"weight_ci": w_ci, "weight_cf": w_cf,
+                                                                             "weight_co": w_co})
+        return out, h, c
+
+    inputs = (xw, h0, c0, w_hh, b_hh, w_ci, w_cf, w_co)
+    assert torch.autograd.gradcheck(scan, inputs)
+    assert torch.autograd.gradcheck(lambda *a: scan(*a, mask=mask), inputs)
+
+
+def test_fused_scan_refuses_cell_weights_its_backward_does_not_differentiate():
+    from seqlab.nn.bptt import BACKWARD, Backward, scan_fused
+    from seqlab.nn.lstm import lstm_peephole_step, lstm_projected_step
+
+    xw, state, w_hh = torch.randn(5, 3, 16), (torch.zeros(3, 2), torch.zeros(3, 4)), torch.randn(16, 2)
+    with pytest.raises(ValueError, match=r"the fused LSTM backward has no gradient for the cell weight\(s\) "
+                                         r"\['weight_hr'\]; it computes \['weight_cf', 'weight_ci', 'weight_co'\]"):
+        scan_fused("LSTM", lstm_projected_step, xw, state, w_hh, None, None, LSTM.cache_names,
+                   hh_grad_is_xw_grad=True, cell_weights={"weight_hr": torch.randn(2, 4, requires_grad=True)})
+    # a Backward that lists a weight but whose step returns no gradient for it fails loudly at backward
+    original = BACKWARD["LSTM"]
+    forgetful = Backward(lambda *a, **w: original.step_backward(*a, **w)[:3] + ({},), original.prepare,
+                         original.cell_weights)
+    weights = {n: torch.randn(4, dtype=torch.float64, requires_grad=True) for n in ("weight_ci", "weight_cf", "weight_co")}
+    xw, state = torch.randn(5, 3, 16, dtype=torch.float64), (torch.zeros(3, 4, dtype=torch.float64),) * 2
+    w_hh = torch.randn(16, 4, dtype=torch.float64)
+    BACKWARD["LSTM"] = forgetful
+    try:
+        out, _, _ = scan_fused("LSTM", lstm_peephole_step, xw.requires_grad_(), state, w_hh, None, None,
+                               LSTM.cache_names, hh_grad_is_xw_grad=True, cell_weights=weights)
+        with pytest.raises(RuntimeError, match=r"returned no gradient for the cell weight\(s\) \['weight_ci', "):
+            out.sum().backward()
+    finally:
+        BACKWARD["LSTM"] = original
+
+
+def test_peephole_option_is_off_by_default_and_named_in_the_repr():
+    assert "weight_ci_l0" not in dict(LSTM(I, H).named_parameters())
+    model = LSTM(I, H, 2, proj_size=3, peephole=True)
+    assert repr(model) == "LSTM(4, 6, proj_size=3, num_layers=2, peephole=True)"
+    assert [len(group) for group in model.all_weights] == [8, 8]
+    assert [n for n in dict(model.named_parameters()) if n.endswith("_l0")] == \
+        ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0", "weight_ci_l0", "weight_cf_l0",
+         "weight_co_l0"]
+    with pytest.raises(TypeError, match="peephole must be True or False, got 1"):
+        LSTM(I, H, peephole=1)
+
+
+def test_peephole_with_a_projection_runs_plain_and_trains_every_weight():
+    torch.manual_seed(0)
+    model = LSTM(I, H, proj_size=3, peephole=True, dtype=torch.float64)
+    output, _ = model(leaf(T, B, I, seed=7).double())
+    assert "_FusedScan" not in type(output.grad_fn).__name__
+    output.sum().backward()
+    assert all(p.grad.abs().max() > 0 for p in model.parameters())

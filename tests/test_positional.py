@@ -322,7 +322,7 @@ def test_factory_errors():
         positional_encoding("absolute", d_model=8, num_heads=2, max_len=4)
     for bad in (None, ["rope"], "RoPE"):                 # any unknown value ends in the same error
         with pytest.raises(ValueError, match=rf"unknown positional encoding {re.escape(repr(bad))}; expected one of "
-                                             r"\('none', 'sinusoidal', 'learned', 'rope', 'alibi'\)"):
+                                             rf"{re.escape(repr(POSITIONAL_ENCODINGS))}"):
             positional_encoding(bad, d_model=8, num_heads=2, max_len=4)
     with pytest.raises(ValueError, match=r"d_model must be divisible by num_heads \(each head gets d_model / "
                                          r"num_heads features\), got d_model=10, num_heads=4; num_heads could be "
@@ -372,3 +372,21 @@ def test_multihead_attention_with_rope_scores_depend_on_offsets_only():
         diagonal = torch.diagonal(relative, offset=offset, dim1=-2, dim2=-1)      # (H, n - |offset|)
         assert (diagonal - diagonal[..., :1]).abs().max() < 1e-4
     assert relative.abs().max() > 1e-3                                 # and the offset does matter
+
+
+def test_each_class_says_where_position_enters_and_builds_itself_for_a_model():
+    from seqlab.nn.positional import ENCODING_CLASSES, HOOKS
+
+    hooks = {name: cls.hooks() for name, cls in ENCODING_CLASSES.items()}
+    assert hooks == {"none": (), "sinusoidal": ("forward",), "learned": ("forward",), "rope": ("rotate",),
+                     "alibi": ("score_bias",)}
+    assert HOOKS == ("forward", "rotate", "score_bias")
+    assert [cls.label for cls in ENCODING_CLASSES.values()] == ["NoPE", "sinusoidal", "learned", "RoPE", "ALiBi"]
+    assert POSITIONAL_ENCODINGS == tuple(ENCODING_CLASSES)
+    for name, cls in ENCODING_CLASSES.items():                  # the factory is the class's own build
+        built = cls.build(12, 3, 20)
+        assert type(built) is cls and type(positional_encoding(name, d_model=12, num_heads=3, max_len=20)) is cls
+    # attention_args hands in exactly the hooks the class overrides
+    assert set(positional_encoding("rope", d_model=8, num_heads=2, max_len=4).attention_args(3, 3)) == {"rotate"}
+    assert set(positional_encoding("alibi", d_model=8, num_heads=2, max_len=4).attention_args(3, 3)) == {"score_bias"}
+    assert positional_encoding("learned", d_model=8, num_heads=2, max_len=4).attention_args(3, 3) == {}

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from seqlab.nn.positional import frequencies, sinusoidal_rotation, sinusoidal_table  # noqa: E402
+from seqlab.nn.positional import PositionalEncoding, frequencies, sinusoidal_rotation, sinusoidal_table  # noqa: E402
 from seqlab.widgets.positional import (  # noqa: E402
     PositionalExplorer,
     PositionalPlot,
@@ -186,3 +186,56 @@ def test_explorer_static_figure_and_live_region_describe_the_state(explorer):
     explorer.length.value = 24                                   # pulls pos and k in
     assert explorer.live.last_description == explorer.describe(**explorer.values())
     assert f"row {explorer.pos.value} marked" in explorer.live.last_description
+
+
+# -- the registry drives the bottom row ------------------------------------------------------------
+def test_each_encoding_that_puts_position_in_gets_a_panel_in_course_order():
+    from seqlab.nn.positional import ENCODING_CLASSES
+    from seqlab.widgets.positional import encoding_views, shown_encodings
+
+    assert shown_encodings() == tuple(name for name, cls in ENCODING_CLASSES.items() if cls.hooks())  # not NoPE
+    assert "none" not in shown_encodings()
+    views = encoding_views(32, 16)
+    assert [(v.name, v.hook) for v in views] == [(name, hook) for name in shown_encodings()
+                                                 for hook in ENCODING_CLASSES[name].hooks()]
+    by_name = {v.name: v for v in views}
+    sinusoidal, learned, rope, alibi = (by_name[n] for n in ("sinusoidal", "learned", "rope", "alibi"))
+    assert [(v.hook) for v in (sinusoidal, learned, rope, alibi)] == ["forward", "forward", "rotate", "score_bias"]
+    assert np.allclose(sinusoidal.values, sinusoidal_similarity(32, 16), atol=1e-6)   # the float32 table's cosines
+    assert np.allclose(rope.values, rope_similarity(32, 16), atol=1e-12)             # one head of width d_model
+    distance = np.abs(np.arange(32)[:, None] - np.arange(32)[None, :])
+    assert np.allclose(alibi.values, -distance / 256) and alibi.limit == pytest.approx(31 / 256)   # one head's slope
+    assert learned.title == "learned, untrained (random init)" and np.allclose(np.diag(learned.values), 1.0)
+    assert np.array_equal(encoding_views(32, 16)[1].values, learned.values)          # the same init every time
+    explorer = PositionalExplorer(length=16)
+    assert [ax.get_title().split(":")[0].split(",")[0] for ax in explorer.plot.ax_sim] == [v.label for v in views]
+    assert [v.label for v in views][:4] == ["sinusoidal", "learned", "RoPE", "ALiBi"]
+
+
+class _ToyBias(PositionalEncoding):
+    """A toy encoding for the test: a score bias of -log(1 + |i - j|), the same for every head."""
+
+    label = "log bias"
+
+    @classmethod
+    def build(cls, d_model, num_heads, max_len):
+        return cls()
+
+    def score_bias(self, n, m, *, device=None, dtype=torch.float32):
+        i, j = torch.arange(m - n, m)[:, None], torch.arange(m)[None, :]
+        return -torch.log1p((i - j).abs().to(dtype))[None]
+
+
+def test_an_encoding_added_to_the_registry_shows_up_drawn_by_its_hook(monkeypatch):
+    from seqlab.nn import positional
+    from seqlab.widgets.positional import encoding_views
+
+    monkeypatch.setitem(positional.ENCODING_CLASSES, "log", _ToyBias)
+    explorer = PositionalExplorer(length=16)
+    toy = explorer.plot.views[-1]
+    assert (toy.name, toy.hook, toy.title) == ("log", "score_bias", "log bias: bias b(m, n), 1 head")
+    assert len(explorer.plot.ax_sim) == len(encoding_views(16, 64)) and toy.values[3, 5] == pytest.approx(-math.log(3))
+    text = explorer.describe(**explorer.values())
+    assert "the score bias of ALiBi and log bias" in text and f"log bias bias {-math.log(2):.3f} and" in text
+    width, _ = Image.open(io.BytesIO(explorer.live.image.value)).size
+    assert width <= 1280

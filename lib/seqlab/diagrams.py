@@ -818,11 +818,22 @@ def bidirectional_rnn(steps: int = 4) -> Diagram:
     return Diagram(c.fig, alt)
 
 
-# notebook 11's encodings, one panel each: (title, where it enters, the sections that teach it)
-_ENTRY_PANELS = (("sinusoidal, learned", "added to $x$", "§2, §5"),
-                 ("RoPE", "rotates $q$ and $k$", "§6"),
-                 ("ALiBi", "added to the scores", "§7"),
-                 ("NoPE (none)", "adds nothing", "§8"))
+# one panel per hook of seqlab.nn.positional (None: no hook, NoPE): where it enters, the sections that teach it
+_ENTRY_BY_HOOK = {"forward": ("added to $x$", "§2, §5"), "rotate": ("rotates $q$ and $k$", "§6"),
+                  "score_bias": ("added to the scores", "§7"), None: ("adds nothing", "§8")}
+
+
+def _entry_panels() -> list[tuple[str, str, str, str | None]]:
+    """``(title, where it enters, sections, hook)`` per hook that a registered encoding uses; the title names
+    the encodings that use it (``label (name)`` where the two differ), in course order."""
+    from seqlab.nn.positional import ENCODING_CLASSES
+
+    names: dict[str | None, list[str]] = {}
+    for name, cls in ENCODING_CLASSES.items():
+        hook = cls.hooks()[0] if cls.hooks() else None
+        names.setdefault(hook, []).append(cls.label if cls.label.lower() == name else f"{cls.label} ({name})")
+    return [(", ".join(names[hook]), how, sections, hook) for hook, (how, sections) in _ENTRY_BY_HOOK.items()
+            if hook in names]
 
 
 def positional_encodings() -> Diagram:
@@ -830,11 +841,12 @@ def positional_encodings() -> Diagram:
     from the embeddings x_i, x_j to the softmax in every panel, the entry point lit: sinusoidal and learned add PE_pos
     or P_pos to the embedding, RoPE rotates q_i and k_j by R_i and R_j, ALiBi adds -s|i - j| to the score, NoPE
     adds nothing."""
+    panels = _entry_panels()
     pitch, col_w, height = 4.5, 2.3, 8.4
-    width = pitch * len(_ENTRY_PANELS) - 0.15
+    width = pitch * len(panels) - 0.15
     c = _Canvas(width, height, (6.6, 6.6))
     ys = {"x": 0.75, "add": 1.7, "qk": 2.65, "rotate": 3.75, "score": 4.8, "bias": 5.75, "softmax": 6.7}
-    for p, (title, how, sections) in enumerate(_ENTRY_PANELS):
+    for p, (title, how, sections, hook) in enumerate(panels):
         left = p * pitch
         cx = left + 0.2 + col_w / 2
         side = cx + col_w / 2 + 0.95                                   # the centre of a box feeding in from the right
@@ -843,7 +855,7 @@ def positional_encodings() -> Diagram:
         c.ax.text(left + 0.2, height - 0.45, title, fontsize=12, fontweight="bold", color=INK, va="center")
         c.ax.text(left + 0.2, height - 0.95, f"{how} ({sections})", fontsize=9.5, color=_TAG_INK, va="center",
                   style="italic")
-        rope, added, biased = p == 1, p == 0, p == 2
+        rope, added, biased = hook == "rotate", hook == "forward", hook == "score_bias"
         tilde = "\\tilde " if rope else ""
         c.box(cx, ys["x"], "$x_i$, $x_j$", INPUT_FILL, w=col_w, h=0.55, fontsize=11)
         c.box(cx, ys["qk"], "$q_i$, $k_j$", GATE_FILL, w=col_w, h=0.55, fontsize=11)

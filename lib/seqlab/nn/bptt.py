@@ -5,31 +5,35 @@ without recording a graph, and the gradients come from a hand-written BPTT: per 
 (what needs no later step, for all ``t`` at once) and a ``*_step_backward`` (one step back). It is the default
 because recording every small operation of a step for autograd costs more than the arithmetic at course
 sizes (``make bench`` times both paths); the tests check both against torch.nn and autograd.
-Contract: the backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh`` and the initial state only, so
-:func:`scan_fused` refuses a step carrying a tensor that requires grad, and a cell with weights of its own
-(the LSTM's projection) runs the plain path; the backward is not itself differentiable (second derivatives:
-use the plain path). Notebook 3 derives the RNN's step backward; notebook 4 introduces the fused path.
+Contract: the backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh``, the initial state and the cell's
+own weights that its mode's :class:`Backward` lists in ``cell_weights`` (the LSTM's peepholes), summed over the
+steps; :func:`scan_fused` takes those weights as arguments, refuses any other and refuses a step carrying a
+tensor that requires grad. A cell weight no backward lists (the LSTM's projection) runs the plain path. The
+backward is not itself differentiable (second derivatives: use the plain path). Notebook 3 derives the RNN's
+step backward; notebook 4 introduces the fused path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from seqlab.nn.unroll import State, Step, unroll
 
-__all__ = ["scan_fused", "check_step_binds_no_grad", "rnn_step_backward", "rnn_backward_prepare",
+__all__ = ["Backward", "BACKWARD", "scan_fused", "check_step_binds_no_grad", "fused_cell_weights", "rnn_step_backward", "rnn_backward_prepare",
            "lstm_step_backward", "lstm_backward_prepare", "gru_step_backward", "gru_backward_prepare"]
 
-# A backward step maps (dL/d new state, cache at step t, W_hh) to
-# (dL/d x-projection, dL/d (W_hh h_prev + b_hh), dL/d previous state).
-StepBackward = Callable[[State, dict[str, Tensor], Tensor], tuple[Tensor, Tensor, State]]
+# A backward step maps (dL/d new state, cache at step t, W_hh, **the cell's own weights) to
+# (dL/d x-projection, dL/d (W_hh h_prev + b_hh), dL/d previous state, {weight name: this step's dL/d weight}).
+StepBackward = Callable[..., tuple[Tensor, Tensor, State, dict[str, Tensor]]]
 # Before the backward walk, a prepare function adds to the stacked caches ({name: (T, B, .)})
-# what can be computed for all steps at once; it also gets the stacked states, (T+1, B, H) each.
-Prepare = Callable[[dict[str, Tensor], tuple[Tensor, ...]], dict[str, Tensor]]
+# what can be computed for all steps at once; it also gets the stacked states, (T+1, B, H) each, and
+# the cell's own weights by keyword.
+Prepare = Callable[..., dict[str, Tensor]]
 
 
 class _FusedScan(torch.autograd.Function):
@@ -44,11 +48,17 @@ class _FusedScan(torch.autograd.Function):
     2. Walk time in reverse; ``step_backward`` carries dL/dh (and dL/dc) one step back.
     3. The weight gradient is one matrix product over all steps,
        ``dL/dW_hh = sum_t d_t^T h_{t-1}`` with ``d_t = dL/d(W_hh h_{t-1} + b_hh)``.
+       The cell's own weights (``weight_names``, passed after the state) get the sum over the steps
+       of what ``step_backward`` returns for them; a weight it returns nothing for is an error.
     """
 
     @staticmethod
-    def forward(ctx, xw, weight_hh, bias_hh, mask, fns, *state):  # type: ignore[override]
-        step, step_backward, prepare, cache_names, hh_grad_is_xw_grad = fns
+    def forward(ctx, xw, weight_hh, bias_hh, mask, fns, *tensors):  # type: ignore[override]
+        step, step_backward, prepare, cache_names, hh_grad_is_xw_grad, weight_names = fns
+        n_state = len(tensors) - len(weight_names)
+        state, weights = tensors[:n_state], tensors[n_state:]
+        if weights:
+            step = partial(step, **dict(zip(weight_names, weights)))
         outputs, states, caches = unroll(step, xw, state, weight_hh, bias_hh, mask)   # autograd is off here
         names = tuple(caches[0])
         if names != cache_names:
@@ -60,9 +70,9 @@ class _FusedScan(torch.autograd.Function):
         state = states[-1]
         stacked_caches = [torch.stack([c[name] for c in caches]) for name in names]        # (T, B, H)
         ctx.step_backward, ctx.prepare, ctx.names = step_backward, prepare, names
-        ctx.hh_grad_is_xw_grad = hh_grad_is_xw_grad
+        ctx.hh_grad_is_xw_grad, ctx.weight_names = hh_grad_is_xw_grad, weight_names
         ctx.n_state, ctx.has_bias = len(state), bias_hh is not None
-        ctx.save_for_backward(weight_hh, mask, *stacked_states, *stacked_caches)
+        ctx.save_for_backward(weight_hh, mask, *weights, *stacked_states, *stacked_caches)
         ctx.mark_non_differentiable(*stacked_caches)
         ctx.set_materialize_grads(False)
         return (torch.stack(outputs), *state, *stacked_caches)
@@ -71,12 +81,15 @@ class _FusedScan(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out, *grads):  # type: ignore[override]
         weight_hh, mask, *saved = ctx.saved_tensors
-        states, caches = saved[:ctx.n_state], saved[ctx.n_state:]
+        n_weights = len(ctx.weight_names)
+        weights = dict(zip(ctx.weight_names, saved[:n_weights]))
+        states, caches = saved[n_weights:n_weights + ctx.n_state], saved[n_weights + ctx.n_state:]
         steps = states[0].shape[0] - 1
         zeros = torch.zeros_like(states[0][0])
         grad_state = tuple(zeros if g is None else g for g in grads[:ctx.n_state])   # dL/d final state
-        cache = ctx.prepare(dict(zip(ctx.names, caches)), states)                   # part 1
+        cache = ctx.prepare(dict(zip(ctx.names, caches)), states, **weights)        # part 1
         grad_xw, grad_hh = [None] * steps, [None] * steps
+        grad_weights: dict[str, Tensor] = {}
         for t in reversed(range(steps)):                                            # part 2
             # the output h_t and the carried state are the same new hidden state
             grad_h = grad_state[0] if grad_out is None else grad_state[0] + grad_out[t]
@@ -87,7 +100,9 @@ class _FusedScan(torch.autograd.Function):
                 keep = [torch.where(mask[t], 0.0, g) for g in grad_state]
                 grad_new = tuple(torch.where(mask[t], g, 0.0) for g in grad_new)
             cache_t = {name: tensor[t] for name, tensor in cache.items()}
-            grad_xw[t], grad_hh[t], grad_state = ctx.step_backward(grad_new, cache_t, weight_hh)
+            grad_xw[t], grad_hh[t], grad_state, grad_w = ctx.step_backward(grad_new, cache_t, weight_hh, **weights)
+            for name, g in grad_w.items():                                          # summed over the steps
+                grad_weights[name] = g if name not in grad_weights else grad_weights[name] + g
             if mask is not None:
                 grad_state = tuple(g + k for g, k in zip(grad_state, keep))
         grad_xw_all = torch.stack(grad_xw)                                          # (T, B, G*H)
@@ -97,7 +112,12 @@ class _FusedScan(torch.autograd.Function):
         h_prev = states[0][:-1]                                                     # (T, B, H)
         grad_weight_hh = grad_hh_all.flatten(0, 1).t() @ h_prev.flatten(0, 1)       # part 3: (G*H, H)
         grad_bias_hh = grad_hh_all.sum((0, 1)) if ctx.has_bias else None
-        return (grad_xw_all, grad_weight_hh, grad_bias_hh, None, None, *grad_state)
+        missing = [name for name in ctx.weight_names if name not in grad_weights]
+        if missing:                                  # a weight without a gradient would silently stay frozen
+            raise RuntimeError(f"the fused backward returned no gradient for the cell weight(s) {missing}; "
+                               "its step backward must return one for every weight its Backward lists")
+        return (grad_xw_all, grad_weight_hh, grad_bias_hh, None, None, *grad_state,
+                *(grad_weights[name] for name in ctx.weight_names))
 
 
 def rnn_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
@@ -110,8 +130,8 @@ def rnn_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
 
 
 def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
-                      weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    r"""Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice) and ``(dL/dh_{t-1},)``.
+                      weight_hh: Tensor) -> tuple[Tensor, Tensor, State, dict[str, Tensor]]:
+    r"""Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice), ``(dL/dh_{t-1},)`` and ``{}`` (no weights of its own).
 
     The same step as :func:`seqlab.gradients.bptt_step`, which notebook 03 writes out in the
     lectures' notation: ``grad_h`` is its :math:`\bar h_t`, ``grad_a`` its :math:`\delta_t`, and
@@ -120,10 +140,11 @@ def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
     """
     (grad_h,) = grad_state
     grad_a = grad_h * cache["deriv"]                        # (B, H)
-    return grad_a, grad_a, (grad_a @ weight_hh,)            # a_t = ... + W_hh h_{t-1}
+    return grad_a, grad_a, (grad_a @ weight_hh,), {}        # a_t = ... + W_hh h_{t-1}
 
 
-def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
+def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
+                          **peephole: Tensor) -> dict[str, Tensor]:
     r"""The parts of the LSTM's derivative that need no later step, for all ``t`` at once.
 
     Write :math:`d_x` for :math:`\partial L / \partial` (the pre-activation of gate ``x``), and
@@ -143,36 +164,57 @@ def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) 
     is computed here for all steps at once (a few large operations instead of many small ones):
     ``dh_dc`` and ``di_dc, df_dc, dg_dc, do_dh``, each ``(T, B, H)``, plus ``f``.
     ``cache`` holds ``i, f, g, o, c, tanh_c`` as ``(T, B, H)``; ``states`` is ``(h, c)``, each
-    ``(T+1, B, H)`` with the initial state first.
+    ``(T+1, B, H)`` with the initial state first. With peepholes (``peephole`` weights given) the
+    step backward also needs ``c_prev`` and ``c``, kept here.
     """
     i, f, g, o, tanh_c = (cache[k] for k in ("i", "f", "g", "o", "tanh_c"))   # (T, B, H) each
     c_prev = states[1][:-1]                                                    # (T, B, H): c_{t-1}
-    return {"dh_dc": o * (1 - tanh_c * tanh_c),      # how c_t moves h_t
-            "di_dc": g * i * (1 - i),                # how the input gate's pre-activation moves c_t
-            "df_dc": c_prev * f * (1 - f),           # ... the forget gate's
-            "dg_dc": i * (1 - g * g),                # ... the candidate's
-            "do_dh": tanh_c * o * (1 - o),           # how the output gate's pre-activation moves h_t
-            "f": f}
+    prepared = {"dh_dc": o * (1 - tanh_c * tanh_c),      # how c_t moves h_t
+                "di_dc": g * i * (1 - i),                # how the input gate's pre-activation moves c_t
+                "df_dc": c_prev * f * (1 - f),           # ... the forget gate's
+                "dg_dc": i * (1 - g * g),                # ... the candidate's
+                "do_dh": tanh_c * o * (1 - o),           # how the output gate's pre-activation moves h_t
+                "f": f}
+    if peephole:
+        prepared |= {"c_prev": c_prev, "c": cache["c"]}
+    return prepared
 
 
-def lstm_step_backward(grad_state: State, cache: dict[str, Tensor],
-                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
-    """Carry the gradient one LSTM step back: the equations of ``lstm_backward_prepare``, at step ``t``.
+def lstm_step_backward(grad_state: State, cache: dict[str, Tensor], weight_hh: Tensor, *,
+                       weight_ci: Tensor | None = None, weight_cf: Tensor | None = None,
+                       weight_co: Tensor | None = None) -> tuple[Tensor, Tensor, State, dict[str, Tensor]]:
+    r"""Carry the gradient one LSTM step back: the equations of ``lstm_backward_prepare``, at step ``t``.
 
     ``grad_state`` is ``(dL/dh_t, dL/dc_t)`` from later steps. Returns dL/d(pre-activation gates)
     ``(B, 4H)`` -- the gradient of both ``W_ih x_t + b_ih`` and ``W_hh h_{t-1} + b_hh``, which are
-    added -- and ``(dL/dh_{t-1}, dL/dc_{t-1})``.
+    added -- ``(dL/dh_{t-1}, dL/dc_{t-1})`` and this step's gradients of the peephole weights (``{}``
+    without them). With peepholes (:func:`seqlab.nn.lstm.lstm_peephole_step`) the cell state has
+    three more ways to reach the loss:
+
+    .. math::
+
+        dc_t &\mathrel{+}= d_o\, w_{co}                                 && o_t = \sigma(\dots + w_{co} \odot c_t) \\
+        \delta c_{t-1} &\mathrel{+}= d_i\, w_{ci} + d_f\, w_{cf}       && i_t, f_t = \sigma(\dots + w_{c\cdot} \odot c_{t-1}) \\
+        \partial L / \partial w_{ci} &= \textstyle\sum_b d_i\, c_{t-1}, \quad
+        \partial L / \partial w_{cf} = \sum_b d_f\, c_{t-1}, \quad \partial L / \partial w_{co} = \sum_b d_o\, c_t
     """
     grad_h, grad_c = grad_state                                       # (B, H), (B, H)
     d_c = torch.addcmul(grad_c, grad_h, cache["dh_dc"])              # c_t reaches L directly and via h_t
+    d_o = grad_h * cache["do_dh"]
+    if weight_co is not None:                                         # ... and via the output gate's peephole
+        d_c = torch.addcmul(d_c, d_o, weight_co)
     d_i = d_c * cache["di_dc"]                                        # (B, H) each
     d_f = d_c * cache["df_dc"]
     d_g = d_c * cache["dg_dc"]
-    d_o = grad_h * cache["do_dh"]
     d_gates = torch.cat([d_i, d_f, d_g, d_o], dim=1)                  # (B, 4H), torch's order i|f|g|o
     grad_h_prev = d_gates @ weight_hh                                 # (B, H): back through W_hh h_{t-1}
     grad_c_prev = d_c * cache["f"]                                    # c_t = f_t c_{t-1} + ...
-    return d_gates, d_gates, (grad_h_prev, grad_c_prev)
+    if weight_ci is None:
+        return d_gates, d_gates, (grad_h_prev, grad_c_prev), {}
+    grad_c_prev = grad_c_prev + d_i * weight_ci + d_f * weight_cf     # i_t, f_t peeked at c_{t-1}
+    c_prev, c = cache["c_prev"], cache["c"]
+    grads = {"weight_ci": (d_i * c_prev).sum(0), "weight_cf": (d_f * c_prev).sum(0), "weight_co": (d_o * c).sum(0)}
+    return d_gates, d_gates, (grad_h_prev, grad_c_prev), grads
 
 
 def gru_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
@@ -192,25 +234,38 @@ def gru_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -
 
 
 def gru_step_backward(grad_state: State, cache: dict[str, Tensor],
-                      weight_hh: Tensor) -> tuple[Tensor, Tensor, State]:
+                      weight_hh: Tensor) -> tuple[Tensor, Tensor, State, dict[str, Tensor]]:
     """Carry dL/dh_t one GRU step back (derived by hand; see ``gru_backward_prepare``).
 
-    Returns dL/d(W_ih x_t + b_ih) and dL/d(W_hh h_{t-1} + b_hh), each ``(B, 3H)``, and ``(dL/dh_{t-1},)``.
+    Returns dL/d(W_ih x_t + b_ih) and dL/d(W_hh h_{t-1} + b_hh), each ``(B, 3H)``, ``(dL/dh_{t-1},)`` and ``{}``.
     """
     (grad_h,) = grad_state                                               # (B, H)
     grad_x = torch.cat([grad_h, grad_h, grad_h], dim=1) * cache["local"]  # (B, 3H)
     grad_hh = grad_x * cache["r_hh"]                                     # r_t gates W_hn h_{t-1} + b_hn
     grad_h_prev = grad_h * cache["z"] + grad_hh @ weight_hh              # direct path z h_{t-1}, and via W_hh
-    return grad_x, grad_hh, (grad_h_prev,)
+    return grad_x, grad_hh, (grad_h_prev,), {}
+
+
+class Backward(NamedTuple):
+    """A mode's hand-written backward: its step, its prepare, and the cell weights it returns gradients for."""
+
+    step_backward: StepBackward
+    prepare: Prepare
+    cell_weights: frozenset[str] = frozenset()
 
 
 # Each layer's mode (``RecurrentBase.mode``, torch's names) -> its hand-written backward pass.
-BACKWARD: dict[str, tuple[StepBackward, Prepare]] = {
-    "RNN_TANH": (rnn_step_backward, partial(rnn_backward_prepare, nonlinearity="tanh")),
-    "RNN_RELU": (rnn_step_backward, partial(rnn_backward_prepare, nonlinearity="relu")),
-    "LSTM": (lstm_step_backward, lstm_backward_prepare),
-    "GRU": (gru_step_backward, gru_backward_prepare),
+BACKWARD: dict[str, Backward] = {
+    "RNN_TANH": Backward(rnn_step_backward, partial(rnn_backward_prepare, nonlinearity="tanh")),
+    "RNN_RELU": Backward(rnn_step_backward, partial(rnn_backward_prepare, nonlinearity="relu")),
+    "LSTM": Backward(lstm_step_backward, lstm_backward_prepare, frozenset({"weight_ci", "weight_cf", "weight_co"})),
+    "GRU": Backward(gru_step_backward, gru_backward_prepare),
 }
+
+
+def fused_cell_weights(mode: str) -> frozenset[str]:
+    """The cell weights whose gradients ``mode``'s fused backward computes; a layer with any other runs plain."""
+    return BACKWARD[mode].cell_weights
 
 
 def _bound_tensors(fn: object, where: str, seen: set[int] | None = None) -> Iterator[tuple[str, Tensor]]:
@@ -267,23 +322,31 @@ def check_step_binds_no_grad(step: Step) -> None:
         if tensor.requires_grad:
             raise RuntimeError(
                 f"the fused path got a step whose {where} (shape {tuple(tensor.shape)}) requires grad: "
-                "its hand-written backward returns gradients for xw, weight_hh, bias_hh and the state "
-                "only, so this tensor would get none. Use the plain path (model.fused = False), or declare "
-                "it as a weight of the cell (RecurrentBase.cell_weight_shapes): the layer then runs the plain path")
+                "its hand-written backward returns gradients for xw, weight_hh, bias_hh, the state and the "
+                "cell weights passed to scan_fused only, so this tensor would get none. Use the plain path "
+                "(model.fused = False), or declare it as a weight of the cell (RecurrentBase.cell_weight_shapes): "
+                "the layer passes it to scan_fused when the mode's Backward lists it, else runs the plain path")
 
 
 def scan_fused(mode: str, step: Step, xw: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None,
-               mask: Tensor | None, cache_names: tuple[str, ...],
-               hh_grad_is_xw_grad: bool) -> tuple[Tensor, State, dict[str, Tensor]]:
+               mask: Tensor | None, cache_names: tuple[str, ...], hh_grad_is_xw_grad: bool,
+               cell_weights: Mapping[str, Tensor] | None = None) -> tuple[Tensor, State, dict[str, Tensor]]:
     """Run ``step`` over time like :func:`seqlab.nn.unroll.scan_plain`, with the backward pass of ``mode``.
 
     ``xw`` ``(T, B, G*H)``, ``state`` ``(B, H)`` each, ``mask`` ``(T, B, 1)`` or None. Returns outputs
     ``(T, B, H)``, the final state and the caches ``{name: (T, B, H)}`` in the order ``cache_names``.
     ``hh_grad_is_xw_grad``: W_hh h_{t-1} + b_hh enters additively beside W_ih x_t + b_ih (RNN, LSTM).
+    ``cell_weights``: the cell's own weights, passed to ``step`` by keyword; each gets its gradient,
+    so each must be one that ``mode``'s :class:`Backward` lists.
     """
     check_step_binds_no_grad(step)
-    step_backward, prepare = BACKWARD[mode]
-    fns = (step, step_backward, prepare, cache_names, hh_grad_is_xw_grad)
-    out, *rest = _FusedScan.apply(xw, weight_hh, bias_hh, mask, fns, *state)
+    backward = BACKWARD[mode]
+    cell_weights = dict(cell_weights or {})
+    unknown = sorted(set(cell_weights) - backward.cell_weights)
+    if unknown:
+        raise ValueError(f"the fused {mode} backward has no gradient for the cell weight(s) {unknown}; it "
+                         f"computes {sorted(backward.cell_weights)}. Run the plain path (model.fused = False)")
+    fns = (step, backward.step_backward, backward.prepare, cache_names, hh_grad_is_xw_grad, tuple(cell_weights))
+    out, *rest = _FusedScan.apply(xw, weight_hh, bias_hh, mask, fns, *state, *cell_weights.values())
     n = len(state)
     return out, tuple(rest[:n]), dict(zip(cache_names, rest[n:]))

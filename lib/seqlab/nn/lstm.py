@@ -5,8 +5,10 @@ the columns that meet :math:`x_t` and those that meet :math:`h_{t-1}`), keeping 
 biases per gate, so torch's weights load unchanged. Weight layout as in torch: the gates stacked
 **i | f | g | o** (``weight_ih_l0`` is ``(4H, input_size)``), so one matrix product per step computes all four.
 ``LSTM(proj_size=P)`` projects :math:`h_t` to ``P`` units with ``weight_hr_l{k}`` ``(P, H)`` as torch does
-(Sak et al., 2014): ``c_t`` keeps ``H`` units and ``weight_hh`` is ``(4H, P)``; the projection is a weight of
-the step's own, so such a layer runs the plain autograd path (:mod:`seqlab.nn.bptt`). Taught in notebook 4.
+(Sak et al., 2014): ``c_t`` keeps ``H`` units and ``weight_hh`` is ``(4H, P)``; the fused backward of
+:mod:`seqlab.nn.bptt` has no gradient for it, so such a layer runs the plain autograd path.
+``LSTM(peephole=True)`` (Gers & Schmidhuber, 2000; not in torch) lets the gates see the cell: diagonal weights
+``weight_ci``, ``weight_cf``, ``weight_co`` ``(H,)``, fused path included. Taught in notebook 4.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from torch.nn.utils.rnn import PackedSequence
 from seqlab.nn.recurrent import CellBase, RecurrentBase, RecurrentTrace
 from seqlab.nn.unroll import State
 
-__all__ = ["LSTM", "LSTMCell", "lstm_step", "lstm_projected_step"]
+__all__ = ["LSTM", "LSTMCell", "lstm_step", "lstm_peephole_step", "lstm_projected_step"]
 
 
 def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
@@ -46,15 +48,41 @@ def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
     return (h_t, c_t), {"i": i_t, "f": f_t, "g": g_t, "o": o_t, "c": c_t, "tanh_c": tanh_c}
 
 
+def lstm_peephole_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None = None, *,
+                       weight_ci: Tensor, weight_cf: Tensor, weight_co: Tensor) -> tuple[State, dict[str, Tensor]]:
+    r"""One LSTM step with peephole connections (Gers & Schmidhuber, 2000): the gates also read the cell.
+
+    :math:`i_t = \sigma(\dots + w_{ci} \odot c_{t-1})`, :math:`f_t = \sigma(\dots + w_{cf} \odot c_{t-1})`,
+    :math:`o_t = \sigma(\dots + w_{co} \odot c_t)` -- the output gate sees the *new* cell -- with the
+    diagonal weights ``weight_ci``, ``weight_cf``, ``weight_co`` of shape ``(H,)``; the rest is
+    :func:`lstm_step`, with the same arguments, return value and cache.
+    """
+    h_prev, c_prev = state                                 # (B, H), (B, H)
+    gates = torch.addmm(xw_t, h_prev, weight_hh.t())       # (B, 4H)
+    if bias_hh is not None:
+        gates = gates + bias_hh
+    a_i, a_f, a_g, a_o = gates.chunk(4, dim=1)             # each (B, H), torch's order i|f|g|o
+    i_t = torch.sigmoid(torch.addcmul(a_i, weight_ci, c_prev))
+    f_t = torch.sigmoid(torch.addcmul(a_f, weight_cf, c_prev))
+    g_t = torch.tanh(a_g)
+    c_t = torch.addcmul(f_t * c_prev, i_t, g_t)            # (B, H): f * c_{t-1} + i * g
+    o_t = torch.sigmoid(torch.addcmul(a_o, weight_co, c_t))   # after c_t: it peeks at the new cell
+    tanh_c = torch.tanh(c_t)
+    h_t = o_t * tanh_c
+    return (h_t, c_t), {"i": i_t, "f": f_t, "g": g_t, "o": o_t, "c": c_t, "tanh_c": tanh_c}
+
+
 def lstm_projected_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None = None, *,
-                        weight_hr: Tensor) -> tuple[State, dict[str, Tensor]]:
+                        weight_hr: Tensor, **peephole: Tensor) -> tuple[State, dict[str, Tensor]]:
     """One LSTM step with a projection: :func:`lstm_step`, then ``h_t = W_hr (o_t * tanh c_t)``.
 
     ``state`` is ``(h_{t-1}, c_{t-1})``, shapes ``(B, P)`` and ``(B, H)``; ``weight_hh`` ``(4H, P)``,
     ``weight_hr`` ``(P, H)``. Returns ``(h_t, c_t)``, ``(B, P)`` and ``(B, H)``, and ``lstm_step``'s cache.
+    ``peephole``: ``weight_ci``, ``weight_cf``, ``weight_co`` for :func:`lstm_peephole_step` instead.
     """
-    (h_t, c_t), cache = lstm_step(xw_t, state, weight_hh, bias_hh)   # h_t here is o_t * tanh c_t, (B, H)
-    return (h_t @ weight_hr.t(), c_t), cache                         # (B, P), (B, H)
+    step = lstm_peephole_step if peephole else lstm_step
+    (h_t, c_t), cache = step(xw_t, state, weight_hh, bias_hh, **peephole)   # h_t here is o_t * tanh c_t, (B, H)
+    return (h_t @ weight_hr.t(), c_t), cache                               # (B, P), (B, H)
 
 
 class LSTMCell(CellBase):
@@ -96,6 +124,10 @@ class LSTM(RecurrentBase):
     shape and place in ``all_weights``) and always runs the plain autograd path: the fused scan of
     :mod:`seqlab.nn.bptt` has no hand-written backward for the projection.
 
+    ``peephole=True`` adds ``weight_ci_l{k}``, ``weight_cf_l{k}``, ``weight_co_l{k}`` ``(H,)`` per layer and
+    direction (after ``weight_hr``, initialised like the others) and steps with :func:`lstm_peephole_step`;
+    the fused scan computes their gradients (``lstm_step_backward``). Off by default: torch has no peepholes.
+
     Stepping through ``forward``: ``_layers`` runs each layer and direction, and ``unroll``
     (:mod:`seqlab.nn.unroll`) calls :func:`lstm_step` once per time step -- under autograd with
     ``model.fused = False``, or without a graph on the default path, whose backward is :mod:`seqlab.nn.bptt`.
@@ -108,16 +140,27 @@ class LSTM(RecurrentBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 proj_size: int = 0, device: torch.device | str | None = None,
+                 proj_size: int = 0, peephole: bool = False, device: torch.device | str | None = None,
                  dtype: torch.dtype | None = None) -> None:
+        if not isinstance(peephole, bool):
+            raise TypeError(f"LSTM peephole must be True or False, got {peephole!r}")
+        self.peephole = peephole                   # before the base class registers the cell weights
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, proj_size, device=device, dtype=dtype)
 
     def _step(self):
-        return lstm_projected_step if self.proj_size else lstm_step
+        if self.proj_size:
+            return lstm_projected_step
+        return lstm_peephole_step if self.peephole else lstm_step
 
     def cell_weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        return {"weight_hr": (self.proj_size, self.hidden_size)} if self.proj_size else {}
+        shapes = {"weight_hr": (self.proj_size, self.hidden_size)} if self.proj_size else {}
+        if self.peephole:
+            shapes |= {name: (self.hidden_size,) for name in ("weight_ci", "weight_cf", "weight_co")}
+        return shapes
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (", peephole=True" if self.peephole else "")
 
     def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None, *,
                 lengths: Tensor | Sequence[int] | None = None, return_trace: bool = False

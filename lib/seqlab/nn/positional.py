@@ -13,16 +13,31 @@ Each class's docstring gives its formula; taught in notebook 11.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-
 import torch
 from torch import Tensor, nn
 
 from seqlab.nn.transformer_checks import check_heads
 
 
+#: The three places an encoding can put position in, in the order a score is computed.
+HOOKS = ("forward", "rotate", "score_bias")
+
+
 class PositionalEncoding(nn.Module):
-    """Base class: every hook is the identity. Subclasses override the hooks they use."""
+    """Base class: every hook is the identity. Subclasses override the hooks they use, name themselves
+    (``label``) and say how a model of ``(d_model, num_heads, max_len)`` builds them (``build``)."""
+
+    label = "positional encoding"            # the name figures and tables print
+
+    @classmethod
+    def build(cls, d_model: int, num_heads: int, max_len: int) -> PositionalEncoding:
+        """The encoding for a model of width ``d_model`` with ``num_heads`` heads and ``max_len`` positions."""
+        return cls()
+
+    @classmethod
+    def hooks(cls) -> tuple[str, ...]:
+        """The hooks of :data:`HOOKS` this class overrides (``()`` for NoPE): where position enters."""
+        return tuple(hook for hook in HOOKS if getattr(cls, hook) is not getattr(PositionalEncoding, hook))
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """Token embeddings ``(B, n, d_model)`` of positions ``offset .. offset + n - 1``, with positions added."""
@@ -43,7 +58,7 @@ class PositionalEncoding(nn.Module):
         ``rotate`` (this encoding's :meth:`rotate`) and ``score_bias`` ``(H, n, m)`` in ``dtype`` on ``device``,
         each only where this encoding uses it (``{}`` for an encoding added to the embeddings)."""
         args: dict[str, object] = {}
-        if type(self).rotate is not PositionalEncoding.rotate:
+        if "rotate" in self.hooks():
             args["rotate"] = self.rotate
         bias = self.score_bias(n, m, device=device, dtype=dtype)
         if bias is not None:
@@ -53,6 +68,8 @@ class PositionalEncoding(nn.Module):
 
 class NoPositionalEncoding(PositionalEncoding):
     """NoPE: no position information at all (every hook is the identity)."""
+
+    label = "NoPE"
 
 
 # -- sinusoidal ---------------------------------------------------------------------------------------
@@ -130,6 +147,12 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
     and applies dropout to the sum; both are the model's business, not this module's.
     """
 
+    label = "sinusoidal"
+
+    @classmethod
+    def build(cls, d_model: int, num_heads: int, max_len: int) -> SinusoidalPositionalEncoding:
+        return cls(d_model, max_len)
+
     def __init__(self, d_model: int, max_len: int = 1024, *, base: float = 10000.0):
         super().__init__()
         if d_model % 2:
@@ -162,6 +185,12 @@ class LearnedPositionalEncoding(PositionalEncoding):
     seen in training keep their initial random values, which is why this encoding does not
     extrapolate to longer sequences (notebook 11 measures it).
     """
+
+    label = "learned"
+
+    @classmethod
+    def build(cls, d_model: int, num_heads: int, max_len: int) -> LearnedPositionalEncoding:
+        return cls(max_len, d_model)
 
     def __init__(self, max_len: int, d_model: int, *, std: float = 0.02,
                  device: torch.device | str | None = None, dtype: torch.dtype | None = None):
@@ -230,6 +259,12 @@ class RotaryPositionalEncoding(PositionalEncoding):
     ``m-n .. m-1``, so rotating a cached generation step equals the tail of a full rotation.
     """
 
+    label = "RoPE"
+
+    @classmethod
+    def build(cls, d_model: int, num_heads: int, max_len: int) -> RotaryPositionalEncoding:
+        return cls(d_model // num_heads)
+
     def __init__(self, head_dim: int, base: float = 10000.0):
         super().__init__()
         if head_dim < 2 or head_dim % 2:
@@ -288,6 +323,12 @@ class ALiBi(PositionalEncoding):
     the mask allows. Query ``i`` of ``n`` sits at position ``i + m - n`` of the ``m`` keys.
     """
 
+    label = "ALiBi"
+
+    @classmethod
+    def build(cls, d_model: int, num_heads: int, max_len: int) -> ALiBi:
+        return cls(num_heads)
+
     def __init__(self, num_heads: int):
         super().__init__()
         self.num_heads = num_heads
@@ -308,23 +349,25 @@ class ALiBi(PositionalEncoding):
 
 
 # -- by name ------------------------------------------------------------------------------------------
-# name -> the encoding for a model of (d_model, num_heads, max_len), in the order the course introduces them
-_BUILDERS: dict[str, Callable[[int, int, int], PositionalEncoding]] = {
-    "none": lambda d_model, num_heads, max_len: NoPositionalEncoding(),
-    "sinusoidal": lambda d_model, num_heads, max_len: SinusoidalPositionalEncoding(d_model, max_len),
-    "learned": lambda d_model, num_heads, max_len: LearnedPositionalEncoding(max_len, d_model),
-    "rope": lambda d_model, num_heads, max_len: RotaryPositionalEncoding(d_model // num_heads),
-    "alibi": lambda d_model, num_heads, max_len: ALiBi(num_heads),
+# The one registry: name -> class, in the order the course introduces them. A class builds itself for a
+# model (``build``), names itself (``label``) and says where position enters (``hooks``); the models'
+# ``positional=``, the check, notebook 11's exercise names, the explorer and the diagram all read it.
+ENCODING_CLASSES: dict[str, type[PositionalEncoding]] = {
+    "none": NoPositionalEncoding,
+    "sinusoidal": SinusoidalPositionalEncoding,
+    "learned": LearnedPositionalEncoding,
+    "rope": RotaryPositionalEncoding,
+    "alibi": ALiBi,
 }
 
 #: The names :func:`positional_encoding` knows, in the order the course introduces them.
-POSITIONAL_ENCODINGS = tuple(_BUILDERS)
+POSITIONAL_ENCODINGS = tuple(ENCODING_CLASSES)
 
 
 def check_positional(name: object) -> None:
     """A ValueError listing the known names unless ``name`` is one of :data:`POSITIONAL_ENCODINGS`."""
-    if name not in POSITIONAL_ENCODINGS:
-        raise ValueError(f"unknown positional encoding {name!r}; expected one of {POSITIONAL_ENCODINGS}")
+    if not isinstance(name, str) or name not in ENCODING_CLASSES:
+        raise ValueError(f"unknown positional encoding {name!r}; expected one of {tuple(ENCODING_CLASSES)}")
 
 
 def positional_encoding(name: str, *, d_model: int, num_heads: int, max_len: int) -> PositionalEncoding:
@@ -336,4 +379,4 @@ def positional_encoding(name: str, *, d_model: int, num_heads: int, max_len: int
     """
     check_positional(name)
     check_heads(d_model, num_heads, names=("d_model", "num_heads"))
-    return _BUILDERS[name](d_model, num_heads, max_len)
+    return ENCODING_CLASSES[name].build(d_model, num_heads, max_len)

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-from seqlab.nn.bptt import scan_fused
+from seqlab.nn.bptt import fused_cell_weights, scan_fused
 from seqlab.nn.recurrent_checks import check_lengths, check_sizes, check_tensor_matches, shape_str, split_hx
 from seqlab.nn.unroll import State, Step, flip, padding_mask, repack, reverse_index, scan_plain
 
@@ -104,7 +104,7 @@ class RecurrentBase(nn.Module):
     trace_names: tuple[str, ...] = ("h",)
     cache_names: tuple[str, ...] = ()    # keys of the step's cache, in the order it builds them
     fold_hh_bias: bool = True            # b_hh can be added to W_ih x_t + b_ih once (not GRU)
-    fused: bool = True                   # False: the plain autograd loop (always, for a cell with weights of its own)
+    fused: bool = True                   # False: the plain autograd loop (always, for cell weights bptt has no gradient for)
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
@@ -198,7 +198,8 @@ class RecurrentBase(nn.Module):
         """The cell's weights besides W_ih, W_hh, b_ih, b_hh: ``{name: shape}`` per layer and direction.
 
         Registered as ``{name}_l{k}[_reverse]`` after the biases, passed to the step by keyword. The
-        fused backward has no gradient for them, so a layer with any runs the plain path.
+        layer runs the fused path when the mode's backward computes their gradients
+        (:func:`seqlab.nn.bptt.fused_cell_weights`, e.g. the LSTM's peepholes), else the plain path.
         """
         return {}
 
@@ -324,12 +325,12 @@ class RecurrentBase(nn.Module):
             bias_ih, bias_hh = bias_ih + bias_hh, None
         xw = F.linear(x, weight_ih, bias_ih)           # (T, B, G*H): W_ih x_t + b for every t at once
         step, cell_weights = self._step(), self._cell_weights(suffix)
-        if cell_weights or not self.fused:             # the fused backward has no gradient for cell weights
+        if not self.fused or not set(cell_weights) <= fused_cell_weights(self.mode):   # no hand-written gradient
             return scan_plain(partial(step, **cell_weights), xw, state, weight_hh, bias_hh, mask)
         # b_hh can be folded into the input projection exactly when W_hh h + b_hh enters additively,
         # which is also when its gradient equals the input projection's
         return scan_fused(self.mode, step, xw, state, weight_hh, bias_hh, mask, self.cache_names,
-                          hh_grad_is_xw_grad=self.fold_hh_bias)
+                          hh_grad_is_xw_grad=self.fold_hh_bias, cell_weights=cell_weights)
 
     def _trace_entry(self, out: Tensor, cache: dict[str, Tensor], mask: Tensor | None) -> dict[str, Tensor]:
         entry = {}
