@@ -113,3 +113,39 @@ def test_an_all_padding_memory_reads_nothing_and_stays_finite(score):
     assert torch.allclose(weights[0].sum(-1), torch.ones(3))
     context.sum().backward()
     assert torch.isfinite(q.grad).all() and torch.isfinite(memory.grad).all()
+
+
+def test_with_attend_runs_a_one_query_function_inside_the_trained_decoder():
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(12, 12, hidden_size=16, embed_size=8, attention="dot")).eval()
+    sources = [torch.randint(3, 12, (n,), generator=torch.Generator().manual_seed(n)) for n in (5, 2, 7)]
+    src = torch.zeros(3, 7, dtype=torch.long)
+    for b, s in enumerate(sources):
+        src[b, :len(s)] = s
+    calls = []
+
+    def attend(s, H):                                   # notebook 8's exercise, written out
+        calls.append(H.shape[0])
+        weights = torch.softmax(H @ s, dim=0)
+        return weights, weights @ H
+
+    twin = model.with_attend(attend)
+    assert model.decoder.attention.__class__ is Attention and not twin.training     # the model is left alone
+    lengths = torch.tensor([5, 2, 7])
+    assert all(torch.equal(a, b) for a, b in zip(model.greedy(src, lengths, max_len=6), twin.greedy(src, lengths, max_len=6)))
+    assert set(calls) == {5, 2, 7}                      # padding never reaches the function
+    output = model.greedy(sources[2][None], max_len=6)[0]
+    torch.testing.assert_close(twin.alignment(sources[2], output), model.alignment(sources[2], output))
+
+    def uniform(s, H):                                  # a different attention gives different weights
+        weights = torch.full((H.shape[0],), 1.0 / H.shape[0])
+        return weights, weights @ H
+
+    flat = model.with_attend(uniform).alignment(sources[2], output)
+    assert torch.allclose(flat, torch.full_like(flat, 1 / 7))
+    with pytest.raises(ValueError, match=r"weights of shape \(7,\) and a context of shape \(16,\), got \(16,\) and \(7,\)"):
+        model.with_attend(lambda s, H: (torch.zeros(16), torch.zeros(7))).alignment(sources[2], output)
+    with pytest.raises(ValueError, match="replaces dot-product attention"):
+        Seq2Seq(Seq2SeqConfig(12, 12, hidden_size=16, embed_size=8, attention="general")).with_attend(attend)
+    with pytest.raises(TypeError, match="needs a function"):
+        model.with_attend(42)

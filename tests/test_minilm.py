@@ -265,3 +265,35 @@ def test_the_similarity_figure_compares_same_topic_pairs_with_the_rest():
     plt.close(fig)
     with pytest.raises(ValueError, match="need \\(S, S\\) matrices for the 3 labels"):
         similarity_figure({"mean": sim}, ["a", "b", "c"])
+
+
+ANIMAL = "The animal didn't cross the street because it was too tired."
+
+
+def test_strongest_head_is_the_argmax_over_every_layer_and_head(encoder):
+    seen = encoder.inspect(ANIMAL)
+    layer, head, weight = seen.strongest_head("it", "animal")
+    column = seen.attentions[:, :, seen.position("it"), seen.position("animal")]          # (L, H)
+    assert weight == column.max().item() == column[layer, head].item()
+    with pytest.raises(ValueError, match=r"no word piece 'giraffe'.*\['\[CLS\]', 'the', 'animal'"):
+        seen.strongest_head("it", "giraffe")
+
+
+def test_a_head_view_rebuilds_the_heads_weights_from_its_projections(encoder):
+    view = encoder.head(ANIMAL, 3, 1)
+    n = len(view.tokens)
+    assert view.X.shape == (n, 385) and view.W_q.shape == view.W_k.shape == view.W_v.shape == (385, 32)
+    assert torch.equal(view.weights, encoder.inspect(ANIMAL).attentions[3, 1])
+    rebuilt = torch.softmax(view.Q @ view.K.T / 32 ** 0.5, dim=-1)
+    assert (rebuilt - view.weights).abs().max().item() < 1e-5
+    without_bias = torch.softmax(view.X[:, :-1] @ view.W_q[:-1] @ (view.X[:, :-1] @ view.W_k[:-1]).T / 32 ** 0.5, -1)
+    assert (without_bias - view.weights).abs().max().item() > 1e-3                     # the biases matter
+    # positions as values: any head's output is then its weight matrix
+    X, W_q, W_k, W_v = view.positions_as_values()
+    assert X.shape == (n, 385 + n) and W_v.shape == (385 + n, n)
+    torch.testing.assert_close(X @ W_q, view.Q)
+    torch.testing.assert_close(X @ W_v, torch.eye(n))
+    Z = torch.softmax((X @ W_q) @ (X @ W_k).T / W_k.shape[1] ** 0.5, dim=-1) @ (X @ W_v)
+    assert (Z - view.weights).abs().max().item() < 1e-5
+    with pytest.raises(ValueError, match="layer must be in 0..5 and head in 0..11, got layer=6, head=0"):
+        encoder.head(ANIMAL, 6, 0)

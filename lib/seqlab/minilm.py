@@ -37,6 +37,65 @@ class SentenceInternals:
     attentions: torch.Tensor             # (L, H, n, n): attentions[l, h, i, j] = how much token i read token j
     embedding: torch.Tensor              # (d,): the sentence embedding encode() gives
 
+    def position(self, token: str) -> int:
+        """Where word piece ``token`` first occurs in :attr:`tokens`."""
+        if token not in self.tokens:
+            raise ValueError(f"no word piece {token!r} in this sentence; its word pieces are {self.tokens}")
+        return self.tokens.index(token)
+
+    def strongest_head(self, source: str, target: str) -> tuple[int, int, float]:
+        """``(layer, head, weight)`` of the head that puts the most weight from token ``source`` on token
+        ``target`` (both counted from 0; the first occurrence of each word piece)."""
+        weights = self.attentions[:, :, self.position(source), self.position(target)]     # (L, H)
+        layer, head = divmod(int(weights.argmax()), weights.shape[1])
+        return layer, head, weights[layer, head].item()
+
+
+@dataclass
+class HeadView:
+    r"""One head of one layer on one sentence, in the lectures' orientation: tokens are rows, :math:`Q = X W_Q`.
+
+    BERT's projections add a bias, :math:`Q = X W_Q + b_Q`; here ``X`` ends with a column of ones and each
+    ``W`` with its bias as the last row, so that ``X @ W_q`` is the head's :math:`Q` exactly. Its weights are
+    :math:`\mathrm{softmax}(QK^\top/\sqrt{d_k})`, ``d_k`` = 32 for MiniLM.
+    """
+
+    tokens: list[str]
+    layer: int
+    head: int
+    X: torch.Tensor                      # (n, d + 1): the layer's input, then a column of ones
+    W_q: torch.Tensor                    # (d + 1, d_k): this head's columns of W_Q, then its bias b_Q
+    W_k: torch.Tensor                    # (d + 1, d_k)
+    W_v: torch.Tensor                    # (d + 1, d_k)
+    weights: torch.Tensor                # (n, n): the model's own attention weights of this head
+
+    @property
+    def Q(self) -> torch.Tensor:
+        """The queries ``(n, d_k)``."""
+        return self.X @ self.W_q
+
+    @property
+    def K(self) -> torch.Tensor:
+        """The keys ``(n, d_k)``."""
+        return self.X @ self.W_k
+
+    @property
+    def V(self) -> torch.Tensor:
+        """The values ``(n, d_k)``."""
+        return self.X @ self.W_v
+
+    def positions_as_values(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        r"""``(X, W_q, W_k, W_v)`` for which a head's output *is* its weights: the same queries and keys, and
+        the value of token ``j`` the unit vector :math:`e_j`, so :math:`z_i = \sum_j A_{ij} e_j` is row ``i`` of
+        :math:`A`. ``X`` ``(n, d + 1 + n)`` gains the ``n`` columns of the identity; ``W_q``, ``W_k``
+        ``(d + 1 + n, d_k)`` ignore them; ``W_v`` ``(d + 1 + n, n)`` reads only them."""
+        n, width = self.X.shape
+        eye = torch.eye(n, dtype=self.X.dtype, device=self.X.device)
+        X = torch.cat([self.X, eye], dim=1)                                       # (n, d + 1 + n)
+        W_q, W_k = (torch.cat([W, W.new_zeros(n, W.shape[1])]) for W in (self.W_q, self.W_k))
+        W_v = torch.cat([self.X.new_zeros(width, n), eye])                       # (d + 1 + n, n)
+        return X, W_q, W_k, W_v
+
 
 class SentenceEncoder:
     r"""A BERT encoder and its tokenizer, giving sentence embeddings (as sentence-transformers does).
@@ -131,6 +190,25 @@ class SentenceEncoder:
         return SentenceInternals(tokens=batch.tokens[0], hidden_states=out.hidden_states[:, 0],   # (L+1, n, d)
                                  attentions=out.attentions[:, 0],                                 # (L, H, n, n)
                                  embedding=self.mean_pool(out.last_hidden_state, batch.attention_mask)[0])
+
+
+    @torch.no_grad()
+    def head(self, sentence: str, layer: int, head: int) -> HeadView:
+        """Head ``head`` of layer ``layer`` (from 0) on one sentence: its input, projections and weights."""
+        layers = self.model.encoder.layers
+        if not (0 <= layer < len(layers)) or not (0 <= head < self.model.config.nhead):
+            raise ValueError(f"layer must be in 0..{len(layers) - 1} and head in 0..{self.model.config.nhead - 1}, "
+                             f"got layer={layer}, head={head}")
+        inside = self.inspect(sentence)
+        attention = layers[layer].self_attn
+        d_k = attention.head_dim
+        columns = slice(head * d_k, (head + 1) * d_k)
+        biases = attention.in_proj_bias.chunk(3)
+        W_q, W_k, W_v = (torch.cat([W[columns].T, b[columns][None]])             # (d + 1, d_k): W^T, then b
+                         for W, b in zip(attention.projection_weights(), biases))
+        X = inside.hidden_states[layer]                                           # (n, d): this layer's input
+        X = torch.cat([X, X.new_ones(X.shape[0], 1)], dim=1)                      # (n, d + 1)
+        return HeadView(inside.tokens, layer, head, X, W_q, W_k, W_v, inside.attentions[layer, head])
 
 
 def minilm_path() -> Path:

@@ -24,7 +24,7 @@ from seqlab.data.pairs import PairBatches, teacher_forcing
 from seqlab.decoding import Hypothesis, State, beam_search, cut_at_eos, target_log_prob
 from seqlab.modes import evaluating
 from seqlab.nn import recurrent_layer
-from seqlab.nn.attention import Attention
+from seqlab.nn.attention import Attention, OneQueryAttention
 from seqlab.nn.masks import padding_mask
 
 
@@ -174,6 +174,19 @@ class Seq2Seq(nn.Module):
         tgt_in, _ = teacher_forcing(output, self.config.bos_id, self.config.eos_id)
         _, weights = self(src[None], None, tgt_in[None], return_attention=True)
         return weights[0]
+
+    def with_attend(self, attend_fn) -> Seq2Seq:
+        """A copy with the same weights whose decoder attends with ``attend_fn(s (H,), memory (S, H))`` ->
+        ``(weights (S,), context (H,))``, one query at a time (notebook 8 plugs a hand-written step into a
+        trained model this way). Only for ``attention="dot"``, the score such a function computes; this
+        model is left as it is."""
+        if self.config.attention != "dot":
+            raise ValueError(f"with_attend replaces dot-product attention; this model's is {self.config.attention!r}")
+        parameter = next(self.parameters())
+        twin = Seq2Seq(self.config).to(device=parameter.device, dtype=parameter.dtype)
+        twin.load_state_dict(self.state_dict())
+        twin.decoder.attention = OneQueryAttention(attend_fn, self.config.hidden_size)
+        return twin.train(self.training)
 
     @torch.no_grad()
     def log_prob(self, src: Tensor, target: Tensor) -> float:

@@ -247,3 +247,43 @@ class Attention(nn.Module):
     def extra_repr(self) -> str:
         return f"score={self.score!r}, query_size={self.query_size}, memory_size={self.memory_size}"
 
+
+
+class OneQueryAttention(nn.Module):
+    """Dot-product attention computed by a function that attends with *one* query: ``fn(s (d,), H (S, d))``
+    -> ``(weights (S,), context (d,))``, as written in notebook 8's exercise.
+
+    Same ``forward`` as :class:`Attention` (``(B, T, d)`` queries, ``(B, S, d)`` memory, ``(B, S)`` mask ->
+    context ``(B, T, d)``, weights ``(B, T, S)``), one call of ``fn`` per query, so that a hand-written step
+    can run inside a trained model (:meth:`seqlab.models.seq2seq.Seq2Seq.with_attend`). Padded positions
+    are left out of ``H`` and get weight 0. It holds no parameters: the dot score has none.
+    """
+
+    score = "dot"
+
+    def __init__(self, fn, size: int):
+        super().__init__()
+        if not callable(fn):
+            raise TypeError(f"OneQueryAttention needs a function fn(s, H) -> (weights, context), got {type(fn).__name__}")
+        self.fn, self.query_size, self.memory_size = fn, size, size
+
+    def forward(self, queries: Tensor, memory: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        Attention._check(self, queries, memory, mask)
+        B, T, _ = queries.shape
+        context = queries.new_zeros(B, T, memory.shape[-1])
+        weights = queries.new_zeros(B, T, memory.shape[1])
+        for b in range(B):
+            real = torch.ones(memory.shape[1], dtype=torch.bool, device=memory.device) if mask is None else mask[b]
+            H = memory[b, real]                                                  # (S_b, d): the real positions
+            for t in range(T):
+                a, c = self.fn(queries[b, t], H)
+                a, c = torch.as_tensor(a), torch.as_tensor(c)
+                if a.shape != (H.shape[0],) or c.shape != (H.shape[1],):
+                    raise ValueError(f"the attention function must return weights of shape ({H.shape[0]},) and a "
+                                     f"context of shape ({H.shape[1]},), got {tuple(a.shape)} and {tuple(c.shape)}")
+                weights[b, t, real] = a.to(weights.dtype)
+                context[b, t] = c.to(context.dtype)
+        return context, weights
+
+    def extra_repr(self) -> str:
+        return f"fn={getattr(self.fn, '__name__', self.fn)!r}, size={self.query_size}"
