@@ -423,9 +423,9 @@ def multihead_attention(heads: int = 3) -> Diagram:
 
 
 
-# --- The Transformer (notebook 12), the GPT block and its KV cache (notebook 13) ---------------------------------
+# --- The Transformer (notebooks 12-13), the GPT block and its KV cache (notebooks 14-15) ---------------------------------
 
-_TAG_INK = "#555555"       # the small "§n" tags: which section builds a part
+_TAG_INK = "#555555"       # the small "12 §n" tags: which notebook and section build a part
 
 
 def _check_norm_first(norm_first: object) -> None:
@@ -447,7 +447,7 @@ def _arrow(c: _Canvas, points: list[tuple[float, float]], *, lit: bool | None = 
                                        color=colour, lw=lw, shrinkA=0, shrinkB=0, zorder=2))
 
 
-def _residual(fn: tuple, norm_first: bool, ln: str = "LN", tag: str = "§2") -> list[tuple]:
+def _residual(fn: tuple, norm_first: bool, ln: str = "LN", tag: str = "12 §2") -> list[tuple]:
     """One residual sublayer's parts, bottom to top: post-norm LN(x + F(x)), pre-norm x + F(LN(x))."""
     norm = ("box", ln, STATE_FILL, tag, 1.2, 0.45)
     return [("split",), norm, fn, ("add",)] if norm_first else [("split",), fn, ("add",), norm]
@@ -520,22 +520,22 @@ def _fit(c: _Canvas, width: float, height: float, inches_per_unit: float) -> Non
 
 def transformer(*, norm_first: bool = False) -> Diagram:
     """The encoder-decoder Transformer of Vaswani et al. (2017), after their Figure 1, each part tagged with the
-    section of notebook 12 that builds it. ``norm_first=False`` draws the paper's post-norm layers,
+    notebook (12 or 13) and section that builds it. ``norm_first=False`` draws the paper's post-norm layers,
     ``LN(x + F(x))``; ``True`` the pre-norm ``x + F(LN(x))`` with a final LN after each stack."""
     _check_norm_first(norm_first)
     xe, xd, frame_y, w = 3.45, 9.95, 2.75, 3.7
-    ffn = ("box", "feed-forward\n$\\mathrm{FFN}$", GATE_FILL, "§3", w, 0.8)
-    self_attention = ("box", "multi-head self-attention\n$\\mathrm{MultiHead}(X, X, X)$", CANDIDATE_FILL, "§4", w, 0.8)
-    masked = ("box", "masked self-attention\n$\\mathrm{MaskedMultiHead}(Y, Y, Y)$", CANDIDATE_FILL, "§6", w, 0.8)
-    cross = ("box", "cross-attention\n$\\mathrm{MultiHead}(Y, M, M)$", CANDIDATE_FILL, "§6", w, 0.8)
-    final = [("box", "final LN", STATE_FILL, "§5", 1.5, 0.45)] if norm_first else []
+    ffn = ("box", "feed-forward\n$\\mathrm{FFN}$", GATE_FILL, "12 §3", w, 0.8)
+    self_attention = ("box", "multi-head self-attention\n$\\mathrm{MultiHead}(X, X, X)$", CANDIDATE_FILL, "12 §4", w, 0.8)
+    masked = ("box", "masked self-attention\n$\\mathrm{MaskedMultiHead}(Y, Y, Y)$", CANDIDATE_FILL, "13 §1", w, 0.8)
+    cross = ("box", "cross-attention\n$\\mathrm{MultiHead}(Y, M, M)$", CANDIDATE_FILL, "13 §1", w, 0.8)
+    final = [("box", "final LN", STATE_FILL, "12 §5", 1.5, 0.45)] if norm_first else []
     c = _Canvas(13.4, 15.0, (7.4, 7.4))
 
     # source and target: tokens, embedding, + positions; then the two stacks, residual branches outside
     for x, text, side in ((xe, "source tokens", +1), (xd, "target so far (shifted right)", -1)):
         c.label(x, 0.3, text, ha="center", va="center")
         _arrow(c, [(x, 0.55), (x, 1.0)])
-        top = _embedding(c, x, "embedding $\\times\\sqrt{d_{model}}$", "§9", "positional\nencoding", "nb 11", side,
+        top = _embedding(c, x, "embedding $\\times\\sqrt{d_{model}}$", "13 §4", "positional\nencoding", "nb 11", side,
                          y=1.0)   # the + at 2.14, positions' box up to 2.41
         _arrow(c, [(x, top), (x, frame_y)], head=False)
     top_e, _ = _column(c, xe, frame_y, _residual(self_attention, norm_first) + _residual(ffn, norm_first),
@@ -558,14 +558,14 @@ def transformer(*, norm_first: bool = False) -> Diagram:
     for text in ("linear: $\\times E_{tgt}^{\\top}$ (tied)", "softmax"):
         _arrow(c, [(xd, y), (xd, y + 0.4)])
         c.box(xd, y + 0.65, text, GATE_FILL, w=2.9, h=0.5, fontsize=10)
-        _tag(c, xd - 1.55, y + 0.65, "§9", -1)
+        _tag(c, xd - 1.55, y + 0.65, "13 §4", -1)
         y += 0.9
     _arrow(c, [(xd, y), (xd, y + 0.4)])
     c.label(xd, y + 0.45, "next-token probabilities", ha="center", va="bottom")
     height = y + 1.0
-    layout = (["pre-norm, $x + F(\\mathrm{LN}(x))$ (§5)"] if norm_first
-              else ["post-norm, $\\mathrm{LN}(x + F(x))$,", "as in the paper (§5)"])
-    _legend(c, 0.25, height - 0.25, ["§n: the section of notebook 12", "that builds the part;",
+    layout = (["pre-norm, $x + F(\\mathrm{LN}(x))$ (12 §5)"] if norm_first
+              else ["post-norm, $\\mathrm{LN}(x + F(x))$,", "as in the paper (12 §5)"])
+    _legend(c, 0.25, height - 0.25, ["12 §n: notebook 12, section n,", "builds the part;",
                                      "nb n: an earlier notebook"] + layout)
     _fit(c, 13.4, height, 7.4 / 13.4)
     parts = ("LN(x + F(x)), the paper's post-norm: the LN follows the plus" if not norm_first else
@@ -580,14 +580,14 @@ def transformer(*, norm_first: bool = False) -> Diagram:
            "MaskedMultiHead(Y, Y, Y), cross-attention MultiHead(Y, M, M) and FFN. The encoder's output, the memory M, "
            "enters every decoder layer's cross-attention as its keys and values; the queries come from the decoder. "
            "At the top a linear layer tied to the target embedding, and a softmax, give the next-token "
-           "probabilities. Each part is tagged with the section of notebook 12 that builds it: residual and LN "
-           "section 2, FFN section 3, encoder section 4, post- and pre-norm section 5, decoder's attentions section "
-           "6, embeddings and read-out section 9; positional encoding is notebook 11's.")
+           "probabilities. Each part is tagged with the notebook and section that builds it: residual and LN "
+           "notebook 12 section 2, FFN 12 section 3, encoder 12 section 4, post- and pre-norm 12 section 5, the decoder's attentions "
+           "notebook 13 section 1, embeddings and read-out 13 section 4; positional encoding is notebook 11's.")
     return Diagram(c.fig, alt)
 
 
 def gpt_block(*, norm_first: bool = True) -> Diagram:
-    """The decoder-only language model of notebook 13 (``seqlab.models.gpt.GPT``): token embedding plus a learned
+    """The decoder-only language model of notebook 14 (``seqlab.models.gpt.GPT``): token embedding plus a learned
     position table, ``N`` blocks of causal self-attention and FFN (no cross-attention), a read-out tied to the
     embedding. ``norm_first=True`` (the model's default, GPT-2's layout) draws pre-norm blocks and the final LN."""
     _check_norm_first(norm_first)
@@ -649,7 +649,7 @@ _KV_CACHE_STEPS = range(1, 9)
 
 
 def kv_cache(step: int = 4) -> Diagram:
-    """One generation step with a KV cache, for one head of one layer (notebook 13, section 4): token ``step`` is
+    """One generation step with a KV cache, for one head of one layer (notebook 15, section 1): token ``step`` is
     the only one fed; its q, k and v are computed, k and v are appended to the cached K and V, and q attends over
     all ``step`` rows. ``step`` is 1 to 8."""
     if not isinstance(step, int) or isinstance(step, bool) or step not in _KV_CACHE_STEPS:
