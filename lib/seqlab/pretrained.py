@@ -53,7 +53,7 @@ def load_pretrained(name: str) -> tuple[CharLM | GPT, dict]:
     return model.eval(), record
 
 
-# --- The digit reversers of notebooks 7, 8 and 12 --------------------------------------------------
+# --- The digit reversers of notebooks 7, 8 and 13 --------------------------------------------------
 
 def build_reverser(model: str, config: dict) -> torch.nn.Module:
     """An untrained reverser from a record's ``model`` ("Seq2Seq" or "TransformerSeq2Seq") and ``config``."""
