@@ -5,7 +5,7 @@
     python scripts/bench_cost.py --device cuda --layers attention "fused attention" --lengths 8192 32768 65536
                                                       # where the explicit n x n matrices run out of memory
 
-Notebook 15 draws these curves up to 2,048 tokens, forward passes only, on one thread, within its time
+Notebook 17 draws these curves up to 2,048 tokens, forward passes only, on one thread, within its time
 budget; this script goes further (training steps: forward and backward, longer sequences, a GPU). For
 each layer and length it prints the milliseconds of one training step (the minimum over ``--repeats``,
 the layers timed in turn within each repeat, as every bench script does: ``seqlab.cost.time_interleaved``),

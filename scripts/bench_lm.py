@@ -59,7 +59,7 @@ the speed its best implementation allows. The GPT's attention is seqlab's own; `
 charlm-gpt recipe's setting) computes it with torch's fused kernel.
 
 ``--out FILE`` writes the curves, the table and the set-up (machine, threads, clock, date,
-command) as JSON; data/bench/ holds a recorded run that notebook 13 draws.
+command) as JSON; data/bench/ holds a recorded run that notebook 15 draws.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 # 1. tests/test_cuda.py (seqlab against torch.nn and cuDNN on the GPU, the CUDA-graphed scan);
 # 2. the benchmarks on the GPU: bench_rnn (seqlab's scan, eager and CUDA-graphed, against cuDNN),
 #    bench_attention and bench_transformer (explicit and fused paths against torch), bench_cost
-#    (notebook 15's curves as training steps, then the lengths where the explicit n x n matrices run out
+#    (notebook 17's curves as training steps, then the lengths where the explicit n x n matrices run out
 #    of memory and the fused kernel does not);
 # 3. every notebook executed with SEQLAB_DEVICE=cuda (copies in OUT_DIR/notebooks, the committed ones
 #    untouched), longest first, side by side, in the time left before DEADLINE_S (default 540 s).

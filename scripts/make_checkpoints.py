@@ -4,7 +4,7 @@
     python scripts/make_checkpoints.py charlm-lstm --steps 500
     python scripts/make_checkpoints.py charlm-lstm --minutes 2      # a time budget instead
     python scripts/make_checkpoints.py --rescore            # re-measure the recorded validation loss
-    python scripts/make_checkpoints.py reverser-transformer # one of the digit reversers of notebook 12
+    python scripts/make_checkpoints.py reverser-transformer # one of the digit reversers of notebook 13
     python scripts/make_checkpoints.py charlm-gpt --minutes 1       # the GPT, 60 CPU-seconds on one thread
 
 Each checkpoint is written to data/checkpoints/NAME.safetensors with NAME.json beside it: the
@@ -16,8 +16,8 @@ thread, and its record also holds its validation loss along the way. The names, 
 training set-up are in seqlab.pretrained, which the notebooks load them through.
 
 The digit reversers (REVERSERS below) are notebook 7's GRU encoder-decoder (and the same trained
-with scheduled sampling), notebook 8's attentional one and notebook 12's Transformer, which
-notebooks 7, 8 and 12 load and compare; all are trained on the same budget
+with scheduled sampling), notebook 8's attentional one and notebook 13's Transformer, which
+notebooks 7, 8 and 13 load and compare; all are trained on the same budget
 (800 steps of 64 pairs, Adam at 5e-3, clipping at 1.0, the same data in the same order): their
 records hold the configuration, the training set-up and the share of digits in the right place
 by source length on the fixed test strings; tests/test_checkpoints_reversers.py re-measures it.
@@ -44,9 +44,9 @@ from seqlab.train import lm_loss, save_checkpoint, train
 
 SEQ_LEN, LR, CLIP, SEED = recipes.SEQ_LEN, 3e-3, 1.0, 0
 
-# Notebook 12: three digit reversers on one budget (notebook 8's recipe, section 5). The GRU ones
+# Notebook 13: three digit reversers on one budget (notebook 8's recipe, section 5). The GRU ones
 # are notebooks 7 and 8's models exactly; the Transformer is seqlab's, pre-norm (it trains without
-# a learning-rate warm-up, notebook 12 section 3). Its weights are stored in float16 to keep the file
+# a learning-rate warm-up, notebook 12 section 5). Its weights are stored in float16 to keep the file
 # under 1 MB; every recorded figure is measured on the stored weights, loaded back into float32.
 REVERSAL = {"train": {"n": 50_000, "min_len": 2, "max_len": 24, "seed": 0},
             "test": {"n": 3_000, "min_len": 2, "max_len": 24, "seed": 1},
@@ -248,7 +248,7 @@ def main(argv: list[str]) -> int:
     for name in args.names:
         if name in REVERSERS:
             if args.steps is not None or args.minutes is not None or args.rescore:
-                parser.error(f"{name} is trained on notebook 12's fixed budget; --steps, --minutes and --rescore "
+                parser.error(f"{name} is trained on notebook 13's fixed budget; --steps, --minutes and --rescore "
                              "do not apply")
             record = make_reverser(name)
             print(f"{name}: digits in the right place at 2 / 12 / 24 digits: "

@@ -4,7 +4,7 @@
     python scripts/make_data.py --check  # exit 1 if a committed file differs from what the code makes
 
 data/dates-sample.tsv: 300 pairs of the date-translation task (human-readable -> ISO 8601) that
-notebooks 7, 8 and 12 use, so the task can be read without running anything.
+notebooks 7, 8 and 13 use, so the task can be read without running anything.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ which ones catch it.
     python scripts/mutants.py                       # every mutant, the unit tests (tests/, no browser)
     python scripts/mutants.py lstm-forget-from-input attention-no-scale
     python scripts/mutants.py --list                # the mutants and what each breaks
-    python scripts/mutants.py causal-mask-shifted -- notebooks/13-gpt.ipynb   # other test paths
+    python scripts/mutants.py causal-mask-shifted -- notebooks/14-gpt.ipynb   # other test paths
 
 Why: a suite that is told to tolerate machine-to-machine drift (bands, outputs compared only where
 every profile prints alike) must still fail on a real mistake. Each mutant below is a mistake a

@@ -1,7 +1,7 @@
 """Run a notebook with one extra cell just before its final assertion cell, and print that cell's output.
 
     python scripts/probe_notebook.py notebooks/08-attention.ipynb 'print(date_accuracy)'
-    SEQLAB_DEVICE=cuda python scripts/probe_notebook.py notebooks/15-cost-and-beyond.ipynb 'print(fused_gap)'
+    SEQLAB_DEVICE=cuda python scripts/probe_notebook.py notebooks/17-cost-and-beyond.ipynb 'print(fused_gap)'
 
 For a claim that fails on another machine (a GPU, another CPU): the final cell's assertions say *that*
 a figure left its band, the probe says *where* it went, without editing the notebook. Errors in earlier

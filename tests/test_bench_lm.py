@@ -1,5 +1,5 @@
 """scripts/bench_lm.py cannot rot: a two-step run of every recipe writes a complete record, and the recorded
-run under data/bench/ is the one notebook 13 draws (its fields are there and consistent)."""
+run under data/bench/ is the one notebook 15 draws (its fields are there and consistent)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_gpt_overrides_are_parsed_with_their_types():
                                                     ("budget-steps/lstm-1200s.json", {"lstm"}, None),
                                                     ("budget-steps/gru-1200s.json", {"gru"}, None)])
 def test_the_recorded_runs_are_complete(name, recipes, seconds):
-    """data/bench/ holds the runs notebook 13 draws: one minute of each recipe, 20 minutes of each recurrent one,
+    """data/bench/ holds the runs notebook 15 draws: one minute of each recipe, 20 minutes of each recurrent one,
     and five minutes' worth of steps of each with the same (decaying) schedule."""
     record = json.loads((ROOT / "data" / "bench" / name).read_text())
     by = {r["recipe"]: r for r in record["results"]}

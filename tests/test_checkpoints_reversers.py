@@ -1,4 +1,4 @@
-"""Notebook 12's digit reversers: the committed checkpoints load, are small, and still score what their records say."""
+"""Notebook 13's digit reversers: the committed checkpoints load, are small, and still score what their records say."""
 
 from __future__ import annotations
 

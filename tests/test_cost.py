@@ -235,7 +235,7 @@ def test_cuda_peak_counts_a_new_tensor():
     assert cuda_peak_bytes(lambda: torch.empty(1024, 1024, device="cuda"), "cuda") >= 4 * 1024 * 1024
 
 
-# -- notebook 15's helpers: timings by length, path lengths, the long-sequence table, FFT, figures ------------
+# -- notebook 17's helpers: timings by length, path lengths, the long-sequence table, FFT, figures ------------
 def test_time_by_length_times_every_call_at_every_length():
     built = []
 

@@ -215,7 +215,7 @@ def test_epoch_order_is_one_permutation_per_epoch_and_the_same_every_run():
     assert epoch_order(4, shuffle=False, seed=3, epoch=5).tolist() == [0, 1, 2, 3]
 
 
-# -- T5's span corruption (notebook 14) ---------------------------------------------------------------------------
+# -- T5's span corruption (notebook 16) ---------------------------------------------------------------------------
 def test_span_lengths_follow_t5s_counts():
     from seqlab.data.masking import span_lengths
     assert span_lengths(512) == (77, 26, 461, 104)                    # Raffel et al.'s input length

@@ -94,7 +94,7 @@ def test_the_course_map_lists_every_notebook_in_teaching_order():
     on_disk = sorted(p.name[:2] for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]-*.ipynb"))
     assert numbers == [n for n in on_disk if n != "00"], "COURSE_PARTS must follow notebooks/ (00 draws it)"
     diagram = course_map()
-    assert all(f"{n}\n" in texts(diagram) for n in numbers) and "14 BERT" in diagram.alt
+    assert all(f"{n}\n" in texts(diagram) for n in numbers) and "16 BERT" in diagram.alt
     assert same_color(diagram.figure.get_facecolor(), "white")
 
 

@@ -1,4 +1,4 @@
-"""The state-space diagram (notebook 15): the recurrence and its convolution, their symbols and kernel, Mamba's
+"""The state-space diagram (notebook 17): the recurrence and its convolution, their symbols and kernel, Mamba's
 selective version, legibility and alt text."""
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from diagram_helpers import assert_legible, close_figures, faded_labels, labels 
 from seqlab.diagrams import Diagram, gpt_block, kv_cache, transformer
 from seqlab.models.gpt import GPT, GPTConfig
 
-NOTEBOOK_12 = Path(__file__).resolve().parent.parent / "notebooks" / "12-transformer.ipynb"
+NOTEBOOKS = {12: Path(__file__).resolve().parent.parent / "notebooks" / "12-transformer-block.ipynb",
+             13: Path(__file__).resolve().parent.parent / "notebooks" / "13-transformer-model.ipynb"}
 
 
 def text_at(diagram: Diagram, start: str) -> float:
@@ -60,16 +61,20 @@ def test_post_norm_puts_the_ln_after_the_sublayer_and_pre_norm_before_it():
     assert texts(pre).count("final LN") == 2 and "pre-norm" in pre.alt and "final LN" in pre.alt
 
 
-def test_each_section_tag_names_a_section_of_notebook_12_about_that_part():
-    """The tags follow notebook 12's headings: renumber a section and this fails."""
-    cells = json.loads(NOTEBOOK_12.read_text())["cells"]
-    headings = {int(m.group(1)): m.group(2) for c in cells if c["cell_type"] == "markdown"
-                for m in [re.match(r"## (\d+)\. (.*)", "".join(c["source"]))] if m}
-    about = {2: "LayerNorm", 3: "feed-forward", 4: "encoder", 5: "pre-norm", 6: "decoder", 9: "encoder–decoder"}
-    tags = {int(t[1:]) for t in texts(transformer(norm_first=True)) if re.fullmatch(r"§\d+", t)}
+def test_each_section_tag_names_a_section_of_notebook_12_or_13_about_that_part():
+    """The tags follow the headings of notebooks 12 and 13: renumber a section and this fails."""
+    headings = {}
+    for number, path in NOTEBOOKS.items():
+        cells = json.loads(path.read_text())["cells"]
+        headings.update({(number, int(m.group(1))): m.group(2) for c in cells if c["cell_type"] == "markdown"
+                         for m in [re.match(r"## (\d+)\. (.*)", "".join(c["source"]))] if m})
+    about = {(12, 2): "LayerNorm", (12, 3): "feed-forward", (12, 4): "encoder", (12, 5): "pre-norm", (13, 1): "decoder",
+             (13, 4): "encoder–decoder"}
+    tags = {tuple(map(int, m.groups())) for t in texts(transformer(norm_first=True))
+            for m in [re.fullmatch(r"(\d+) §(\d+)", t)] if m}
     assert tags == set(about)
-    for number, word in about.items():
-        assert word.lower() in headings[number].lower(), (number, headings.get(number))
+    for key, word in about.items():
+        assert word.lower() in headings[key].lower(), (key, headings.get(key))
 
 
 def test_the_gpt_block_draws_what_seqlabs_gpt_builds():

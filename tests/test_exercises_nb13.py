@@ -5,226 +5,123 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqlab.decoding import sample_next
 from seqlab.exercises import EXERCISES, check, exercises_of
-from seqlab.models.gpt import GPT, GPTConfig
 
 from exercise_helpers import failure_message
 
 
-def test_the_references_pass_and_the_messages_are_short():
-    assert set(exercises_of("nb13")) == {"cached_attention_step", "top_k_filter", "kv_cache_bytes", "loss_by_position"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb13").items())
-    text = failure_message("top_k_filter", threshold(whole_tensor=True))        # right on one row, wrong on three
-    assert "check 2 of 5" in text and "<tensor of shape (3, 8), float64>" in text and len(text.splitlines()) == 3
-    assert "tensor([[" not in text
+def test_the_references_pass():
+    assert set(exercises_of("nb13_transformer_model")) == {"encoder_layer_parameters", "cross_attention_sublayer"}
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb13_transformer_model").items())
 
 
-# -- cached_attention_step -----------------------------------------------------------------------------------
-def test_the_cached_step_is_the_last_row_of_full_causal_attention():
-    from seqlab.nn.attention import attend
-    from seqlab.nn.masks import causal_mask
-
-    g = torch.Generator().manual_seed(0)
-    Q, K, V = (torch.randn(2, 3, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
-    full, _ = attend(Q, K, V, mask=causal_mask(6))                 # (2, 3, 6, 4): every position, causally
-    out, K_grown, V_grown = EXERCISES["cached_attention_step"].reference(
-        Q[..., -1:, :], K[..., -1:, :], V[..., -1:, :], K[..., :-1, :], V[..., :-1, :])
-    assert torch.allclose(out, full[..., -1:, :]) and torch.equal(K_grown, K) and torch.equal(V_grown, V)
-
-
-def _step(append=True, front=False, scale=True, dim=-1, keep_cache=False, query_is_key=False, as_list=False):
-    def f(q, k_new, v_new, K_cache, V_cache):
-        K = torch.cat([k_new, K_cache] if front else [K_cache, k_new], -2)
-        V = torch.cat([v_new, V_cache] if front else [V_cache, v_new], -2)
-        K_read, V_read = (K, V) if append else (K_cache, V_cache)
-        query = k_new if query_is_key else q
-        scores = query @ K_read.transpose(-2, -1) / (q.shape[-1] ** 0.5 if scale else 1.0)
-        out = torch.softmax(scores, dim=dim) @ V_read
-        result = (out, K_cache, V_cache) if keep_cache else (out, K, V)
-        return list(result) if as_list else result
+def count(attention=4, biases=True, ffn_matrices=2, norms=2, betas=True, cross=False):
+    def f(d, d_ff):
+        n = attention * d * d + (attention * d if biases else 0)
+        n += ffn_matrices * d * d_ff + ((d_ff + d) if ffn_matrices == 2 else d_ff) * biases
+        n += norms * d * (2 if betas else 1)
+        if cross:
+            n += 4 * d * d + 4 * d + 2 * d
+        return n
     return f
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (_step(append=False), "append k_new and v_new *before* attending"),
-    (_step(scale=False), "scale the scores by 1/sqrt(d_k)"),
-    (_step(dim=-2), "the softmax must run over the keys (dim=-1)"),
-    (_step(keep_cache=True), "return the grown cache"),
-    (_step(front=True), "the new key went to the front of the cache"),
-    (_step(query_is_key=True), "score q against every key"),
-    (_step(as_list=True), "return three tensors (output, K, V)"),
-    (lambda *args: _step()(*args)[0], "return three tensors"),
-])
-def test_cached_step_hints(wrong, hint):
-    assert hint in failure_message("cached_attention_step", wrong)
-
-
-def test_the_empty_cache_case_gets_its_own_hint():
-    def ignores_empty(q, k_new, v_new, K_cache, V_cache):         # right for t > 0, wrong for an empty cache
-        if K_cache.shape[-2] == 0:
-            return torch.zeros_like(v_new), torch.cat([K_cache, k_new], -2), torch.cat([V_cache, v_new], -2)
-        return _step()(q, k_new, v_new, K_cache, V_cache)
-    text = failure_message("cached_attention_step", ignores_empty)
-    assert "check 3 of 3" in text
-
-
-# -- top_k_filter -------------------------------------------------------------------------------------------
-NEG_INF = float("-inf")
-
-
-def exactly_k(logits, k):                   # topk's indices: a tie keeps an arbitrary one of the tied
-    index = logits.topk(min(k, logits.shape[-1]), dim=-1).indices
-    return torch.full_like(logits, NEG_INF).scatter(-1, index, logits.gather(-1, index))
-
-
-def threshold(fill=NEG_INF, smallest=False, off_by_one=False, whole_tensor=False, output=None):
-    def f(logits, k):
-        if k >= logits.shape[-1]:
-            return logits.clone()
-        if whole_tensor:
-            kth = logits.flatten().topk(k).values[-1]
-        elif smallest:
-            kth = logits.topk(k, dim=-1, largest=False).values[..., -1:]
-            return logits.masked_fill(logits > kth, fill)
-        else:
-            kth = logits.topk(k, dim=-1).values[..., -1:]
-        filtered = logits.masked_fill(logits <= kth if off_by_one else logits < kth, fill)
-        if output == "probabilities":
-            return torch.softmax(filtered, dim=-1)
-        if output == "log-probabilities":
-            return torch.log_softmax(filtered, dim=-1)
-        if output == "scaled":
-            return filtered * 2
-        return filtered
-    return f
-
-
-def test_top_k_reference_keeps_what_sample_next_can_draw():
-    logits = torch.randn(4, 30, generator=torch.Generator().manual_seed(0))
-    logits[0, :3] = logits[0].max() + 1                                       # a three-way tie for the largest
-    filtered = EXERCISES["top_k_filter"].reference(logits, 5)
-    assert torch.isfinite(filtered).sum(-1).tolist() == [5, 5, 5, 5]        # the tie sits at the top: k kept
-    assert torch.isfinite(EXERCISES["top_k_filter"].reference(logits, 1)).sum(-1).tolist() == [3, 1, 1, 1]
-    draws = torch.stack([sample_next(logits, top_k=5, generator=torch.Generator().manual_seed(s)) for s in range(200)])
-    assert torch.isfinite(filtered.gather(1, draws.T)).all()                # every draw is a kept token
+def test_the_right_formula_passes_and_matches_the_papers_layer():
+    assert check("encoder_layer_parameters", count())
+    assert EXERCISES["encoder_layer_parameters"].reference(512, 2048) == 3_152_384
+    # the layer inside torch.nn.Transformer() has the same count
+    torch_layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, device="meta")
+    assert sum(p.numel() for p in torch_layer.parameters()) == 3_152_384
+    assert EXERCISES["encoder_layer_parameters"].reference(64, 256, 4) == EXERCISES["encoder_layer_parameters"].reference(64, 256)
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (exactly_k, "a tie: keep every logit equal to the k-th largest"),
-    (threshold(fill=0.0), "you set the cut logits to 0"),
-    (threshold(fill=-1e9), "a large negative number still leaves a tiny probability"),
-    (threshold(output="probabilities"), "you returned probabilities"),
-    (threshold(output="log-probabilities"), "you returned log-probabilities"),
-    (threshold(smallest=True), "you kept the k *smallest* logits"),
-    (threshold(off_by_one=True), "an off-by-one in the k-th value"),
-    (threshold(whole_tensor=True), "keep them in each row (dim=-1)"),
-    (threshold(output="scaled"), "the logits you keep must stay as they are"),
-    (lambda logits, k: logits, "nothing was cut"),
-    (lambda logits, k: logits.masked_fill(logits < logits.topk(k, -1).values[..., -1:], NEG_INF),
-     "return the logits unchanged"),                                          # k > V: topk raises
-    (lambda logits, k: exactly_k(logits, k).tolist(), "return a torch.Tensor"),
+    (count(norms=0), "you left out the two LayerNorms"),
+    (count(betas=False), "gamma and beta (you counted one of them)"),
+    (count(attention=3), "(you counted three)"),
+    (count(biases=False), "the biases are missing"),
+    (count(ffn_matrices=1), "the FFN has two matrices"),
+    (count(cross=True), "cross-attention"),
+    (lambda d, d_ff: float(count()(d, d_ff)), "return a whole number"),
+    (lambda d, d_ff: 12 * d * d, "off by"),
 ])
-def test_top_k_hints(wrong, hint):
-    assert hint in failure_message("top_k_filter", wrong)
-
-
-def test_top_k_unchanged_logits_for_k_at_least_v_is_named():
-    def cuts_one_too_many_at_v(logits, k):
-        return logits.masked_fill(logits <= logits.min(-1, keepdim=True).values, NEG_INF) if k >= logits.shape[-1] \
-            else threshold()(logits, k)
-    assert "nothing to cut" in failure_message("top_k_filter", cuts_one_too_many_at_v)
-
-
-# -- kv_cache_bytes (predict, then measure) ------------------------------------------------------------------
-def test_the_measurement_is_the_models_own_cache_after_generation():
-    measured = EXERCISES["kv_cache_bytes"].reference(2, 4, 32, 12, 1)
-    assert measured == 2 * 2 * 12 * 32 * 4
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=16, max_len=12, d_model=32, num_layers=2, nhead=4)).eval()
-    cache = model.new_cache()
-    with torch.no_grad():
-        model(torch.zeros(1, 5, dtype=torch.long), cache=cache)            # a prompt of 5, then one token at a time
-        for _ in range(7):
-            model(torch.zeros(1, 1, dtype=torch.long), cache=cache)
-    assert cache.offset == 12 and cache.nbytes() == measured
-
-
-def formula(numbers=False, one_tensor=False, per_head=False, one_layer=False, one_sequence=False, bits=False,
-            squared=False):
-    def f(num_layers, nhead, d_model, T, batch_size):
-        if squared:
-            return 8 * num_layers * batch_size * T * T
-        n = (1 if one_tensor else 2) * (1 if one_layer else num_layers) * (1 if one_sequence else batch_size) * T
-        n *= d_model * (nhead if per_head else 1)
-        return n * (1 if numbers else 32 if bits else 4)
-    return f
-
-
-@pytest.mark.parametrize("wrong, hint", [
-    (formula(numbers=True), "each float32 number takes 4 bytes"),
-    (formula(one_tensor=True), "the keys K and the values V: count both"),
-    (formula(per_head=True), "not nhead x d_model"),
-    (formula(one_layer=True), "multiply by num_layers"),
-    (formula(bits=True), "that is bits"),
-    (formula(squared=True), "that is the attention matrix"),
-    (lambda *args: formula()(*args) + 1, "off by a factor"),
-    (lambda *args: str(formula()(*args)), "return a number of bytes"),
-])
-def test_kv_cache_hints_name_the_slip_and_both_numbers(wrong, hint):
-    text = failure_message("kv_cache_bytes", wrong)
+def test_parameter_count_hints_name_the_missing_piece_and_both_numbers(wrong, hint):
+    text = failure_message("encoder_layer_parameters", wrong)
     assert hint in text
-    if "return a number" not in hint:
-        assert "measured 153,600" in text                                   # the first case: 2 x 3 x 50 x 128 x 4 bytes
+    if "whole number" not in hint:
+        assert "measured 3,152,384" in text                          # the first case is the paper's layer
 
 
-def test_the_batch_slip_is_named_on_the_case_with_several_sequences():
-    text = failure_message("kv_cache_bytes", formula(one_sequence=True))
-    assert "check 2 of 3" in text and "multiply by batch_size" in text
+def test_ffn_bias_hint():
+    def no_ffn_biases(d, d_ff):
+        return 4 * d * d + 4 * d + 2 * d * d_ff + 4 * d
+    assert "the FFN has biases too" in failure_message("encoder_layer_parameters", no_ffn_biases)
 
 
-# -- loss_by_position ---------------------------------------------------------------------------------------
-def test_loss_by_position_reference_agrees_with_the_library_and_the_mean_loss():
-    from seqlab.train import evaluate, lm_loss, lm_loss_by_position
-
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=11, max_len=8, d_model=16, num_layers=1, nhead=2)).eval()
-    g = torch.Generator().manual_seed(1)
-    batches = [(torch.randint(11, (3, 8), generator=g), torch.randint(11, (3, 8), generator=g)) for _ in range(2)]
-    by_position = lm_loss_by_position(model, batches)
-    with torch.no_grad():
-        reference = torch.stack([EXERCISES["loss_by_position"].reference(model(x).double(), y) for x, y in batches]).mean(0)
-    assert by_position.shape == (8,) and torch.allclose(by_position, reference, atol=1e-6)
-    assert abs(by_position.mean().item() - evaluate(model, batches, lm_loss).loss) < 1e-5
-
-
-def test_lm_loss_by_position_rejects_mismatched_shapes():
-    model = GPT(GPTConfig(vocab_size=11, max_len=8, d_model=16, num_layers=1, nhead=2))
-    with pytest.raises(ValueError, match=r"expects logits of shape \(B, T, V\) = \(2, 5, V\)"):
-        from seqlab.train import lm_loss_by_position
-        lm_loss_by_position(model, [(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long))])
+def test_the_cross_attention_sublayer_reference_is_the_decoder_layers_second_sublayer():
+    """The reference is what TransformerDecoderLayer computes between its self-attention and its FFN."""
+    from seqlab.nn.transformer import TransformerDecoderLayer
+    for norm_first in (False, True):
+        torch.manual_seed(0)
+        layer = TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first).double()
+        y, memory = torch.randn(2, 3, 8, dtype=torch.float64), torch.randn(2, 5, 8, dtype=torch.float64)
+        padding = torch.tensor([[False] * 5, [False] * 2 + [True] * 3])
+        got = EXERCISES["cross_attention_sublayer"].reference(y, memory, padding, layer.multihead_attn, layer.norm2,
+                                                              norm_first)
+        expected, _ = layer.cross_attention_sublayer(y, memory, memory_key_padding_mask=padding)
+        assert torch.allclose(got, expected, atol=1e-12)
 
 
-def _by_position(sign=-1, raw=False, probability=False, reduce="mean0", shift=0):
-    def f(logits, targets):
-        source = logits if raw else torch.softmax(logits, -1) if probability else torch.log_softmax(logits, -1)
-        picked = sign * source.gather(-1, targets.roll(shift, 1).unsqueeze(-1)).squeeze(-1)
-        return {"mean0": picked.mean(0), "sum0": picked.sum(0), "mean1": picked.mean(1), "none": picked,
-                "all": picked.mean()}[reduce]
-    return f
+def att(attention, q, kv, mask):
+    return attention(q, kv, kv, key_padding_mask=mask, need_weights=False)[0]
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (_by_position(sign=1), "flip the sign"),
-    (_by_position(raw=True), "not the raw logits"),
-    (_by_position(probability=True), "the probability itself is not the cross-entropy"),
-    (_by_position(reduce="sum0"), "you summed over the windows"),
-    (_by_position(reduce="mean1"), "you averaged over the positions"),
-    (_by_position(reduce="none"), "average over the windows (dim=0)"),
-    (_by_position(reduce="all"), "that is one number"),
-    (_by_position(shift=1), "do not shift them again"),
-    (lambda logits, targets: _by_position()(logits, targets).tolist(), "return a torch.Tensor"),
-    (lambda logits, targets: _by_position()(logits[:, :-1], targets[:, 1:]), "should have shape (6,)"),
+CROSS_MISTAKES = {
+    "always post-norm": lambda y, M, p, a, LN, first: LN(y + att(a, y, M, p)),
+    "always pre-norm": lambda y, M, p, a, LN, first: y + att(a, LN(y), M, p),
+    "self-attention": lambda y, M, p, a, LN, first: (y + att(a, LN(y), LN(y), None)) if first
+    else LN(y + att(a, y, y, None)),
+    "no padding mask": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, None)) if first
+    else LN(y + att(a, y, M, None)),
+    "inverted mask": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, ~p)) if first else LN(y + att(a, y, M, ~p)),
+    "queries from memory": lambda y, M, p, a, LN, first: att(a, M, y, None),
+    "the tuple": lambda y, M, p, a, LN, first: a(y, M, M, key_padding_mask=p),
+    "no residual": lambda y, M, p, a, LN, first: att(a, LN(y), M, p) if first else LN(att(a, y, M, p)),
+    "memory normalised": lambda y, M, p, a, LN, first: (y + att(a, LN(y), LN(M), p)) if first
+    else LN(y + att(a, y, M, p)),
+    "pre-norm sum normalised": lambda y, M, p, a, LN, first: LN(y + att(a, LN(y), M, p)) if first
+    else LN(y + att(a, y, M, p)),
+    "normalised residual": lambda y, M, p, a, LN, first: (LN(y) + att(a, LN(y), M, p)) if first
+    else LN(y + att(a, y, M, p)),
+    "post-norm without the norm": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, p)) if first
+    else y + att(a, y, M, p),
+    "only the output normalised": lambda y, M, p, a, LN, first: (y + att(a, LN(y), M, p)) if first
+    else y + LN(att(a, y, M, p)),
+}
+
+
+@pytest.mark.parametrize("mistake, hint", [
+    ("always post-norm", "that is post-norm; with norm_first=True"),
+    ("always pre-norm", "that is pre-norm; with norm_first=False"),
+    ("self-attention", "that is self-attention on y"),
+    ("no padding mask", "the padded source positions are read"),
+    ("inverted mask", "the mask is inverted"),
+    ("queries from memory", "one row per source position (5)"),
+    ("the tuple", "you returned a tuple"),
+    ("no residual", "the residual is missing"),
+    ("memory normalised", "the memory is not normalised again"),
+    ("pre-norm sum normalised", "pre-norm does not normalise the sum"),
+    ("normalised residual", "add the *un*-normalised y"),
+    ("post-norm without the norm", "post-norm normalises the sum"),
+    ("only the output normalised", "not only the attention's output"),
 ])
-def test_loss_by_position_hints(wrong, hint):
-    assert hint in failure_message("loss_by_position", wrong)
+def test_cross_attention_sublayer_hints(mistake, hint):
+    text = failure_message("cross_attention_sublayer", CROSS_MISTAKES[mistake])
+    assert hint in text
+    assert "tensor([[" not in text.split("Hint: ")[1]           # (a returned tuple's repr is cut by _core, not ours)
+
+
+def test_the_missing_mask_hint_says_how_much_weight_went_to_padding():
+    text = failure_message("cross_attention_sublayer", CROSS_MISTAKES["no padding mask"])
+    share = float(text.split("puts up to ")[1].split(" of its weight")[0])
+    assert 0.05 < share < 1                                   # a visible share of the weight, not a rounding error

@@ -1,197 +1,86 @@
-"""Notebook 14's exercises: the masking recipe, mean pooling, and the MiniLM prediction; each typical mistake gets
-the hint that names it, in one line."""
+"""Notebook 14's exercises: typical wrong answers get the hint that names what is wrong, in one-line summaries."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from seqlab.data import IGNORE_INDEX, mask_tokens
+from seqlab.decoding import sample_next
 from seqlab.exercises import EXERCISES, check, exercises_of
-from seqlab.exercises.nb14_bert import PAIR_A, PAIR_B, measure_pair_similarities
 
-from exercise_helpers import failure_message, measurement_error
-
-RIGHT_CONTEXT = (0.316, 0.215)          # section 3's measurement: blanks filled with both sides, left side only
+from exercise_helpers import failure_message
 
 
-def test_the_references_pass():
-    assert set(exercises_of("nb14")) == {"mask_tokens", "mean_pool", "predict_more_similar", "predict_right_context",
-                                         "bert_attention_mask"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb14").items() if name != "predict_right_context")
-    assert check("predict_right_context", lambda: RIGHT_CONTEXT, measured=RIGHT_CONTEXT)   # the solution: measured
+def test_the_references_pass_and_the_messages_are_short():
+    assert set(exercises_of("nb14_gpt")) == {"top_k_filter"}
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb14_gpt").items())
+    text = failure_message("top_k_filter", threshold(whole_tensor=True))        # right on one row, wrong on three
+    assert "check 2 of 5" in text and "<tensor of shape (3, 8), float64>" in text and len(text.splitlines()) == 3
+    assert "tensor([[" not in text
 
 
-def test_the_cases_contain_every_kind_of_chosen_position():
-    for case in EXERCISES["mask_tokens"].cases:
-        ids, choose, how, randoms, mask_id, p = case.args
-        chosen = choose < p
-        assert (chosen & (how < 0.8)).any() and (chosen & (how >= 0.8) & (how < 0.9)).any() and (chosen & (how >= 0.9)).any()
-        assert not (randoms == ids).any()                       # a random replacement always shows as a change
+# -- top_k_filter -------------------------------------------------------------------------------------------
+NEG_INF = float("-inf")
 
 
-def test_the_exercise_is_the_library_recipe():
-    # mask_tokens draws choose, how and the random tokens in this order from its generator
-    ids = torch.randint(0, 9, (5, 40), generator=torch.Generator().manual_seed(0))
-    g = torch.Generator().manual_seed(3)
-    choose, how = torch.rand(ids.shape, generator=g), torch.rand(ids.shape, generator=g)
-    randoms = torch.arange(9)[torch.randint(9, ids.shape, generator=g)]
-    got = EXERCISES["mask_tokens"].reference(ids, choose, how, randoms, 9)
-    expected = mask_tokens(ids, 9, 10, torch.Generator().manual_seed(3))
-    assert torch.equal(got[0], expected.inputs) and torch.equal(got[1], expected.labels)
+def exactly_k(logits, k):                   # topk's indices: a tie keeps an arbitrary one of the tied
+    index = logits.topk(min(k, logits.shape[-1]), dim=-1).indices
+    return torch.full_like(logits, NEG_INF).scatter(-1, index, logits.gather(-1, index))
 
 
-def masking(all_mask=False, labels_everywhere=False, labels_corrupted=False, unchosen_label=None, no_unchanged=False,
-            flipped=False):
-    def f(ids, choose, how, randoms, mask_id, p=0.15):
-        chosen = choose > p if flipped else choose < p
-        if all_mask:
-            inputs = torch.where(chosen, torch.full_like(ids, mask_id), ids)
+def threshold(fill=NEG_INF, smallest=False, off_by_one=False, whole_tensor=False, output=None):
+    def f(logits, k):
+        if k >= logits.shape[-1]:
+            return logits.clone()
+        if whole_tensor:
+            kth = logits.flatten().topk(k).values[-1]
+        elif smallest:
+            kth = logits.topk(k, dim=-1, largest=False).values[..., -1:]
+            return logits.masked_fill(logits > kth, fill)
         else:
-            inputs = torch.where(chosen & (how < 0.8), torch.full_like(ids, mask_id), ids)
-            random_here = chosen & (how >= 0.8) & ((how < 0.9) | no_unchanged)
-            inputs = torch.where(random_here, randoms, inputs)
-        if labels_everywhere:
-            return inputs, ids.clone()
-        fill = IGNORE_INDEX if unchosen_label is None else unchosen_label
-        source = inputs if labels_corrupted else ids
-        return inputs, torch.where(chosen, source, torch.full_like(ids, fill))
+            kth = logits.topk(k, dim=-1).values[..., -1:]
+        filtered = logits.masked_fill(logits <= kth if off_by_one else logits < kth, fill)
+        if output == "probabilities":
+            return torch.softmax(filtered, dim=-1)
+        if output == "log-probabilities":
+            return torch.log_softmax(filtered, dim=-1)
+        if output == "scaled":
+            return filtered * 2
+        return filtered
     return f
+
+
+def test_top_k_reference_keeps_what_sample_next_can_draw():
+    logits = torch.randn(4, 30, generator=torch.Generator().manual_seed(0))
+    logits[0, :3] = logits[0].max() + 1                                       # a three-way tie for the largest
+    filtered = EXERCISES["top_k_filter"].reference(logits, 5)
+    assert torch.isfinite(filtered).sum(-1).tolist() == [5, 5, 5, 5]        # the tie sits at the top: k kept
+    assert torch.isfinite(EXERCISES["top_k_filter"].reference(logits, 1)).sum(-1).tolist() == [3, 1, 1, 1]
+    draws = torch.stack([sample_next(logits, top_k=5, generator=torch.Generator().manual_seed(s)) for s in range(200)])
+    assert torch.isfinite(filtered.gather(1, draws.T)).all()                # every draw is a kept token
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (masking(all_mask=True), "every chosen position became [MASK]"),
-    (masking(labels_everywhere=True), "the loss would be on all positions"),
-    (masking(labels_corrupted=True), "the labels are the original ids"),
-    (masking(unchosen_label=0), "must have the label IGNORE_INDEX (-100)"),
-    (masking(no_unchanged=True), "must keep their own token"),
-    (masking(flipped=True), "choose_draw < p"),
-    (lambda *a: masking()(*a)[0], "return two tensors"),
-    (lambda *a: (masking()(*a)[0][..., :-1], masking()(*a)[1]), "inputs: the result should have shape"),
+    (exactly_k, "a tie: keep every logit equal to the k-th largest"),
+    (threshold(fill=0.0), "you set the cut logits to 0"),
+    (threshold(fill=-1e9), "a large negative number still leaves a tiny probability"),
+    (threshold(output="probabilities"), "you returned probabilities"),
+    (threshold(output="log-probabilities"), "you returned log-probabilities"),
+    (threshold(smallest=True), "you kept the k *smallest* logits"),
+    (threshold(off_by_one=True), "an off-by-one in the k-th value"),
+    (threshold(whole_tensor=True), "keep them in each row (dim=-1)"),
+    (threshold(output="scaled"), "the logits you keep must stay as they are"),
+    (lambda logits, k: logits, "nothing was cut"),
+    (lambda logits, k: logits.masked_fill(logits < logits.topk(k, -1).values[..., -1:], NEG_INF),
+     "return the logits unchanged"),                                          # k > V: topk raises
+    (lambda logits, k: exactly_k(logits, k).tolist(), "return a torch.Tensor"),
 ])
-def test_masking_hints(wrong, hint):
-    assert hint in failure_message("mask_tokens", wrong)
+def test_top_k_hints(wrong, hint):
+    assert hint in failure_message("top_k_filter", wrong)
 
 
-def pool(kind):
-    def f(h, mask):
-        real = mask.to(h.dtype)[..., None]
-        return {"with_padding": lambda: F.normalize(h.mean(1), dim=-1),
-                "no_norm": lambda: (h * real).sum(1) / real.sum(1),
-                "cls": lambda: F.normalize(h[:, 0], dim=-1),
-                "norm_first": lambda: (F.normalize(h, dim=-1) * real).sum(1) / real.sum(1),
-                "list": lambda: F.normalize((h * real).sum(1) / real.sum(1), dim=-1).tolist()}[kind]()
-    return f
-
-
-@pytest.mark.parametrize("wrong, hint", [
-    (pool("with_padding"), "you averaged the padding in"),
-    (pool("no_norm"), "divided by its L2 norm"),
-    (pool("cls"), "the [CLS] token's state"),
-    (pool("norm_first"), "normalise after averaging"),
-    (pool("list"), "return a torch.Tensor"),
-])
-def test_mean_pool_hints(wrong, hint):
-    assert hint in failure_message("mean_pool", wrong)
-
-
-def test_dividing_by_the_padded_length_is_no_mistake_once_normalised():
-    # the count only scales u, and the L2 normalisation removes any scale
-    assert check("mean_pool", lambda h, m: F.normalize((h * m.to(h.dtype)[..., None]).sum(1) / h.shape[1], dim=-1))
-
-
-def test_the_mean_pool_reference_is_what_encode_uses():
-    from seqlab.pretrained import SentenceEncoder
-
-    h, mask = EXERCISES["mean_pool"].cases[1].args
-    assert torch.equal(EXERCISES["mean_pool"].reference(h, mask), SentenceEncoder.mean_pool(h, mask))
-
-
-def test_the_prediction_is_judged_against_the_measurement():
-    a, b = measure_pair_similarities()
-    right = "A" if a > b else "B"
-    wrong = "B" if right == "A" else "A"
-    assert abs(a - b) > 0.02                                    # far beyond float rounding (measured: 0.04)
-    assert check("predict_more_similar", lambda: right)
-    assert check("predict_more_similar", lambda: right.lower())
-    text = failure_message("predict_more_similar", lambda: wrong)
-    assert f"pair A (a negation, same words) {a:.2f}" in text and f"{b:.2f}" in text
-    assert "answer with the string 'A' or 'B'" in failure_message("predict_more_similar", lambda: 0.7)
-    assert PAIR_A[0] == PAIR_B[0]                               # the two pairs share their first sentence
-
-
-# -- Exercise 1: predict, then measure the right side's worth ---------------------------------------------------
-def test_the_right_context_prediction_is_judged_against_the_measurement():
-    def message(prediction):
-        return failure_message("predict_right_context", lambda: prediction, measured=RIGHT_CONTEXT)
-
-    assert check("predict_right_context", lambda: (0.30, 0.25), measured=RIGHT_CONTEXT)
-    assert "put two shares" in message("both")
-    assert "not percentages" in message((32, 21))
-    assert "you gave the right side no worth" in message((0.25, 0.3))
-    assert "fills about a third" in message((0.6, 0.2))
-    assert "little better than character frequencies" in message((0.32, 0.35))
-    assert "beats character frequencies" in message((0.3, 0.05))
-    assert "measured: both sides 0.32, left side only 0.21" in message((0.9, 0.9))
-
-
-@pytest.mark.parametrize("measured, error, says", [
-    (None, TypeError, "judges your prediction against the notebook's measurement"),
-    ({"both": 0.316, "left": 0.215}, TypeError, "expected two numbers"),
-    ((31.6, 21.5), ValueError, "expected two shares between 0 and 1"),
-])
-def test_the_right_context_prediction_without_its_measurement_says_which_cell_to_run(measured, error, says):
-    message = measurement_error("predict_right_context", measured, error)
-    assert says in message
-    assert ("run section 3's cell that fills the held-out blanks, then pass "
-            'measured=(fill["MLM, both sides (16 + 15)"]["accuracy"], fill["MLM, left side only (31)"]["accuracy"])'
-            in message)
-
-
-# -- Exercise 5: BERT's attention mask from padding -------------------------------------------------------------
-def attention(kind):
-    def f(ids, pad_id=0):
-        real = ids != pad_id
-        n = ids.shape[-1]
-        keys, queries = real[:, None, :].expand(-1, n, -1), real[:, :, None].expand(-1, -1, n)
-        causal = torch.ones(n, n, dtype=torch.bool).tril()
-        return {"inverted": lambda: ~keys, "causal": lambda: keys & causal, "rows": lambda: queries,
-                "rows_and_keys": lambda: queries & keys, "all": lambda: torch.ones_like(keys),
-                "key_mask": lambda: real, "float": lambda: keys.float(),
-                "additive": lambda: torch.zeros(keys.shape).masked_fill(~keys, float("-inf")),
-                "pad_zero": lambda: (ids != 0)[:, None, :].expand(-1, n, -1)}[kind]()
-    return f
-
-
-@pytest.mark.parametrize("kind, hint", [
-    ("inverted", "True must mean 'may attend'"),
-    ("causal", "BERT's attention is not causal"),
-    ("rows", "instead of the padding keys (columns)"),
-    ("rows_and_keys", "padding queries are left with no key at all"),
-    ("all", "padding included"),
-    ("key_mask", "that is the (B, n) mask of real tokens"),
-    ("float", "return booleans"),
-    ("additive", "that is the additive form"),
-    ("pad_zero", "use pad_id (here 7), not a fixed 0"),
-])
-def test_attention_mask_hints(kind, hint):
-    assert hint in failure_message("bert_attention_mask", attention(kind))
-
-
-def test_the_attention_mask_is_what_the_encoder_does_with_padding():
-    # the reference, handed to the layers, gives what BertEncoder gives with its own (B, n) attention mask
-    from seqlab.models.bert import BertConfig, BertEncoder
-
-    torch.manual_seed(0)
-    model = BertEncoder(BertConfig(vocab_size=50, d_model=16, nhead=2, num_layers=2, dim_feedforward=32, max_len=8,
-                                   dropout=0.0, pooler=False)).eval()
-    ids = torch.tensor([[5, 6, 7, 8, 9, 10], [11, 12, 13, 0, 0, 0]])
-    allowed = EXERCISES["bert_attention_mask"].reference(ids)
-    with torch.no_grad():
-        x = model.embed(ids)
-        for layer in model.encoder.layers:
-            x = layer(x, src_mask=(~allowed).repeat_interleave(2, dim=0))
-        expected = model(ids, (ids != 0).long())
-    real = ids != 0
-    assert torch.allclose(x[real], expected[real], atol=1e-6)
+def test_top_k_unchanged_logits_for_k_at_least_v_is_named():
+    def cuts_one_too_many_at_v(logits, k):
+        return logits.masked_fill(logits <= logits.min(-1, keepdim=True).values, NEG_INF) if k >= logits.shape[-1] \
+            else threshold()(logits, k)
+    assert "nothing to cut" in failure_message("top_k_filter", cuts_one_too_many_at_v)

@@ -1,148 +1,159 @@
-"""Notebook 15's exercises: the references pass, and typical wrong answers get the hint that names the mistake."""
+"""Notebook 15's exercises: typical wrong answers get the hint that names what is wrong, in one-line summaries."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
 
-from seqlab.cost import count_flops
 from seqlab.exercises import EXERCISES, check, exercises_of
-from seqlab.exercises.nb15_cost import (MEMORY_LENGTHS, SLOPE_KEYS, _measured_slopes, measure_block_flops,
-                                        measure_memory_slopes)
-from seqlab.nn import TransformerEncoderLayer
-from seqlab.nn.attention import attend, sliding_window_attend
-from seqlab.nn.masks import band_mask
+from seqlab.models.gpt import GPT, GPTConfig
 
 from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb15")) == {"block_crossover", "band_scores", "predict_memory_slopes"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb15").items())
+    assert set(exercises_of("nb15_kv_cache")) == {"cached_attention_step", "kv_cache_bytes", "loss_by_position"}
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb15_kv_cache").items())
 
 
-def test_the_crossover_reference_is_measured_and_matches_the_formula():
-    for d_model, d_ff in ((96, 256), (128, 512), (512, 2048), (64, 64)):
-        per_token, per_pair = measure_block_flops(d_model, d_ff)
-        assert per_token == 2 * (4 * d_model ** 2 + 2 * d_model * d_ff) and per_pair == 2 * 2 * d_model
-        assert EXERCISES["block_crossover"].reference(d_model, d_ff) == 2 * d_model + d_ff
-    # at that length a block's counted FLOPs are half per-token work, half n^2 products
-    torch.manual_seed(0)
-    layer = TransformerEncoderLayer(96, 4, 256, dropout=0.0).eval()
-    n, (per_token, _) = 448, measure_block_flops(96, 256)
-    with torch.no_grad():
-        assert count_flops(lambda: layer(torch.randn(n, 96))) == 2 * n * per_token
+# -- cached_attention_step -----------------------------------------------------------------------------------
+def test_the_cached_step_is_the_last_row_of_full_causal_attention():
+    from seqlab.nn.attention import attend
+    from seqlab.nn.masks import causal_mask
 
-
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda d, f: 2 * d, "that is the attention layer alone"),
-    (lambda d, f: f, "the four projections W_Q, W_K, W_V, W_O are per-token work too"),
-    (lambda d, f: 2 * d + f // 2, "the FFN has two products"),
-    (lambda d, f: 3 * d // 2 + f, "there are four projections (W_O too)"),
-    (lambda d, f: 2 * (2 * d + f), "(you counted one)"),
-    (lambda d, f: (2 * d + f) // 2, "(you counted twice that)"),
-    (lambda d, f: 6 * d, "6 d_model holds only when d_ff = 4 d_model; here d_ff = 256"),
-    (lambda d, f: 2 * d + f + 1, "per pair: 2 d_model (Q K^T and A V); measured on seqlab's"),
-    (lambda d, f: str(2 * d + f), "return a number of tokens"),
-    (lambda d, f: None, "return a number of tokens"),
-])
-def test_block_crossover_hints(wrong, hint):
-    text = failure_message("block_crossover", wrong)
-    assert hint in text
-    assert "measured on seqlab's TransformerEncoderLayer(96, 4, 256)" in text or "return a number" in hint
-
-
-def test_the_band_scores_reference_is_sliding_window_attentions_scores():
     g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(9, 4, generator=g, dtype=torch.float64), torch.randn(9, 4, generator=g, dtype=torch.float64)
-    scores = EXERCISES["band_scores"].reference(q, k, 2)
-    # its softmax is sliding_window_attend's weights, and those are full attention's under a band mask
-    _, weights = sliding_window_attend(q, k, k, 2)
-    assert torch.allclose(torch.softmax(scores, -1), weights, atol=1e-12)
-    full = q @ k.T / 2
-    assert torch.allclose(torch.softmax(full.masked_fill(~band_mask(9, 2), float("-inf")), -1),
-                          attend(q, k, k, band_mask(9, 2))[1], atol=1e-12)
+    Q, K, V = (torch.randn(2, 3, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    full, _ = attend(Q, K, V, mask=causal_mask(6))                 # (2, 3, 6, 4): every position, causally
+    out, K_grown, V_grown = EXERCISES["cached_attention_step"].reference(
+        Q[..., -1:, :], K[..., -1:, :], V[..., -1:, :], K[..., :-1, :], V[..., :-1, :])
+    assert torch.allclose(out, full[..., -1:, :]) and torch.equal(K_grown, K) and torch.equal(V_grown, V)
 
 
-def band(scale="sqrt", off="-inf", reverse=False, full=False, causal=False, shift=0):
-    def f(q, k, window):
-        n, d = q.shape
-        s = q @ k.T * {"sqrt": 1 / math.sqrt(d), "none": 1.0, "d": 1 / d}[scale]
-        if full:
-            return s.masked_fill(~band_mask(n, window), float("-inf"))
-        offsets = range(-window, 1 if causal else window + 1)
-        out = torch.full((n, len(offsets)), float("-inf") if off == "-inf" else 0.0, dtype=q.dtype)
-        for c, o in enumerate(offsets):
-            for i in range(n):
-                j = i + o + shift
-                if 0 <= j < n:
-                    out[i, c] = s[i, j]
-        return out.flip(-1) if reverse else out
+def _step(append=True, front=False, scale=True, dim=-1, keep_cache=False, query_is_key=False, as_list=False):
+    def f(q, k_new, v_new, K_cache, V_cache):
+        K = torch.cat([k_new, K_cache] if front else [K_cache, k_new], -2)
+        V = torch.cat([v_new, V_cache] if front else [V_cache, v_new], -2)
+        K_read, V_read = (K, V) if append else (K_cache, V_cache)
+        query = k_new if query_is_key else q
+        scores = query @ K_read.transpose(-2, -1) / (q.shape[-1] ** 0.5 if scale else 1.0)
+        out = torch.softmax(scores, dim=dim) @ V_read
+        result = (out, K_cache, V_cache) if keep_cache else (out, K, V)
+        return list(result) if as_list else result
     return f
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (band(scale="none"), "scale the dot products by 1 / sqrt(d_k)"),
-    (band(scale="d"), "the scale is 1 / sqrt(d_k), not 1 / d_k"),
-    (band(off="zero"), "must get -inf"),
-    (band(reverse=True), "the columns are in reverse order"),
-    (band(full=True), "that is the full (n, n) = (4, 4) matrix"),
-    (band(causal=True), "is a causal window"),
-    (band(shift=1), "should be -inf (no such key)"),
-    (lambda q, k, w: band()(q, k, w).tolist(), "return a torch.Tensor"),
-    (lambda q, k, w: band()(q, k, w) * float("nan"), "NaN"),
-    (lambda q, k, w: band()(q, k, w) + 0.1, "the first difference is at index (0, 1)"),
+    (_step(append=False), "append k_new and v_new *before* attending"),
+    (_step(scale=False), "scale the scores by 1/sqrt(d_k)"),
+    (_step(dim=-2), "the softmax must run over the keys (dim=-1)"),
+    (_step(keep_cache=True), "return the grown cache"),
+    (_step(front=True), "the new key went to the front of the cache"),
+    (_step(query_is_key=True), "score q against every key"),
+    (_step(as_list=True), "return three tensors (output, K, V)"),
+    (lambda *args: _step()(*args)[0], "return three tensors"),
 ])
-def test_band_scores_hints(wrong, hint):
-    assert hint in failure_message("band_scores", wrong)
+def test_cached_step_hints(wrong, hint):
+    assert hint in failure_message("cached_attention_step", wrong)
 
 
-def test_the_measured_slopes_and_the_judge():
-    measured = measure_memory_slopes()
-    assert MEMORY_LENGTHS == (256, 512, 1024)
-    assert measured["gru"] == 1.0 and measured["fused"] == 1.0
-    assert 0.95 <= measured["window"] <= 1.0 and 1.85 <= measured["explicit"] < 2.0
-    right = {"gru": 1, "explicit": 2, "fused": 1, "window": 1}
-    assert check("predict_memory_slopes", lambda: right)
-    assert check("predict_memory_slopes", lambda: {**right, "explicit": 1.8})          # within the tolerance
-    text = failure_message("predict_memory_slopes", lambda: {**right, "fused": 2})
-    assert "fused: you predicted 2, measured 1" in text and "recomputes the weights" in text
-    assert "explicit:" not in text
-    text = failure_message("predict_memory_slopes", lambda: {**right, "explicit": 1, "window": 2})
-    assert "explicit: you predicted 1, measured 1.94" in text and "window: you predicted 2" in text
-    assert "return a dict with the keys" in failure_message("predict_memory_slopes", lambda: [1, 2, 1, 1])
-    assert "return a dict with the keys" in failure_message("predict_memory_slopes", lambda: {"gru": 1})
-    assert "should be a number" in failure_message("predict_memory_slopes", lambda: {k: "2" for k in SLOPE_KEYS})
+def test_the_empty_cache_case_gets_its_own_hint():
+    def ignores_empty(q, k_new, v_new, K_cache, V_cache):         # right for t > 0, wrong for an empty cache
+        if K_cache.shape[-2] == 0:
+            return torch.zeros_like(v_new), torch.cat([K_cache, k_new], -2), torch.cat([V_cache, v_new], -2)
+        return _step()(q, k_new, v_new, K_cache, V_cache)
+    text = failure_message("cached_attention_step", ignores_empty)
+    assert "check 3 of 3" in text
 
 
-def test_the_measurement_leaves_the_global_generator_alone():
-    _measured_slopes.cache_clear()                         # measure for real, not from the cache
-    state = torch.random.get_rng_state()
-    measure_memory_slopes()
-    assert torch.equal(state, torch.random.get_rng_state())
-
-
-def test_the_watch_cells_queries_and_keys_are_the_trained_heads_own():
-    """gpt_head_qkv reads charlm-gpt's q, k, v of one head: under a causal mask they give the model's own weights."""
-    from seqlab.data import char_lm_data
-    from seqlab.exercises.nb15_cost import gpt_head_qkv
-    from seqlab.nn.attention import attend
-    from seqlab.nn.masks import causal_mask
-    from seqlab.pretrained import load_pretrained
-
-    text = "To be, or not to be, that is the question:"
-    gpt, _ = load_pretrained("charlm-gpt")
+# -- kv_cache_bytes (predict, then measure) ------------------------------------------------------------------
+def test_the_measurement_is_the_models_own_cache_after_generation():
+    measured = EXERCISES["kv_cache_bytes"].reference(2, 4, 32, 12, 1)
+    assert measured == 2 * 2 * 12 * 32 * 4
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=16, max_len=12, d_model=32, num_layers=2, nhead=4)).eval()
+    cache = model.new_cache()
     with torch.no_grad():
-        _, weights = gpt(char_lm_data().vocab.encode(text)[None], need_weights=True)   # (layers, 1, heads, n, n)
-    for layer, head in ((0, 0), (1, 3)):
-        q, k, v, chars = gpt_head_qkv(text, layer=layer, head=head)
-        assert q.shape == k.shape == v.shape == (len(text), gpt.config.d_model // gpt.config.nhead)
-        assert q.dtype == torch.float64 and chars == list(text)
-        _, mine = attend(q, k, v, causal_mask(len(text)))
-        assert torch.allclose(mine, weights[layer, 0, head].double(), atol=1e-5)
-    with pytest.raises(ValueError, match="heads 0..3, got layer=0, head=4"):
-        gpt_head_qkv(text, head=4)
-    with pytest.raises(ValueError, match="1 to 64 characters, got 65"):
-        gpt_head_qkv("x" * 65)
+        model(torch.zeros(1, 5, dtype=torch.long), cache=cache)            # a prompt of 5, then one token at a time
+        for _ in range(7):
+            model(torch.zeros(1, 1, dtype=torch.long), cache=cache)
+    assert cache.offset == 12 and cache.nbytes() == measured
+
+
+def formula(numbers=False, one_tensor=False, per_head=False, one_layer=False, one_sequence=False, bits=False,
+            squared=False):
+    def f(num_layers, nhead, d_model, T, batch_size):
+        if squared:
+            return 8 * num_layers * batch_size * T * T
+        n = (1 if one_tensor else 2) * (1 if one_layer else num_layers) * (1 if one_sequence else batch_size) * T
+        n *= d_model * (nhead if per_head else 1)
+        return n * (1 if numbers else 32 if bits else 4)
+    return f
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (formula(numbers=True), "each float32 number takes 4 bytes"),
+    (formula(one_tensor=True), "the keys K and the values V: count both"),
+    (formula(per_head=True), "not nhead x d_model"),
+    (formula(one_layer=True), "multiply by num_layers"),
+    (formula(bits=True), "that is bits"),
+    (formula(squared=True), "that is the attention matrix"),
+    (lambda *args: formula()(*args) + 1, "off by a factor"),
+    (lambda *args: str(formula()(*args)), "return a number of bytes"),
+])
+def test_kv_cache_hints_name_the_slip_and_both_numbers(wrong, hint):
+    text = failure_message("kv_cache_bytes", wrong)
+    assert hint in text
+    if "return a number" not in hint:
+        assert "measured 153,600" in text                                   # the first case: 2 x 3 x 50 x 128 x 4 bytes
+
+
+def test_the_batch_slip_is_named_on_the_case_with_several_sequences():
+    text = failure_message("kv_cache_bytes", formula(one_sequence=True))
+    assert "check 2 of 3" in text and "multiply by batch_size" in text
+
+
+# -- loss_by_position ---------------------------------------------------------------------------------------
+def test_loss_by_position_reference_agrees_with_the_library_and_the_mean_loss():
+    from seqlab.train import evaluate, lm_loss, lm_loss_by_position
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=11, max_len=8, d_model=16, num_layers=1, nhead=2)).eval()
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randint(11, (3, 8), generator=g), torch.randint(11, (3, 8), generator=g)) for _ in range(2)]
+    by_position = lm_loss_by_position(model, batches)
+    with torch.no_grad():
+        reference = torch.stack([EXERCISES["loss_by_position"].reference(model(x).double(), y) for x, y in batches]).mean(0)
+    assert by_position.shape == (8,) and torch.allclose(by_position, reference, atol=1e-6)
+    assert abs(by_position.mean().item() - evaluate(model, batches, lm_loss).loss) < 1e-5
+
+
+def test_lm_loss_by_position_rejects_mismatched_shapes():
+    model = GPT(GPTConfig(vocab_size=11, max_len=8, d_model=16, num_layers=1, nhead=2))
+    with pytest.raises(ValueError, match=r"expects logits of shape \(B, T, V\) = \(2, 5, V\)"):
+        from seqlab.train import lm_loss_by_position
+        lm_loss_by_position(model, [(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long))])
+
+
+def _by_position(sign=-1, raw=False, probability=False, reduce="mean0", shift=0):
+    def f(logits, targets):
+        source = logits if raw else torch.softmax(logits, -1) if probability else torch.log_softmax(logits, -1)
+        picked = sign * source.gather(-1, targets.roll(shift, 1).unsqueeze(-1)).squeeze(-1)
+        return {"mean0": picked.mean(0), "sum0": picked.sum(0), "mean1": picked.mean(1), "none": picked,
+                "all": picked.mean()}[reduce]
+    return f
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_by_position(sign=1), "flip the sign"),
+    (_by_position(raw=True), "not the raw logits"),
+    (_by_position(probability=True), "the probability itself is not the cross-entropy"),
+    (_by_position(reduce="sum0"), "you summed over the windows"),
+    (_by_position(reduce="mean1"), "you averaged over the positions"),
+    (_by_position(reduce="none"), "average over the windows (dim=0)"),
+    (_by_position(reduce="all"), "that is one number"),
+    (_by_position(shift=1), "do not shift them again"),
+    (lambda logits, targets: _by_position()(logits, targets).tolist(), "return a torch.Tensor"),
+    (lambda logits, targets: _by_position()(logits[:, :-1], targets[:, 1:]), "should have shape (6,)"),
+])
+def test_loss_by_position_hints(wrong, hint):
+    assert hint in failure_message("loss_by_position", wrong)

@@ -1,6 +1,6 @@
 """seqlab.experiments.induction: the copying task's data, its masked loss, and a tiny run that learns.
 
-The full margin (GPT copies, LSTM at chance) is asserted by notebook 13's final cell; here only what is fast.
+The full margin (GPT copies, LSTM at chance) is asserted by notebook 14's final cell; here only what is fast.
 """
 
 import math

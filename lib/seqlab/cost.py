@@ -1,4 +1,4 @@
-r"""What a sequence layer costs, counted and measured: FLOPs, memory, sequential steps, time (notebook 15).
+r"""What a sequence layer costs, counted and measured: FLOPs, memory, sequential steps, time (notebook 17).
 
 Three kinds of numbers, kept apart on purpose:
 
@@ -445,7 +445,7 @@ def fft_convolve(kernel: Tensor, x: Tensor) -> Tensor:
 
 
 # -- figures -------------------------------------------------------------------------------------------
-#: One marker and colour per layer, the same in every figure of notebook 15.
+#: One marker and colour per layer, the same in every figure of notebook 17.
 LAYER_STYLES = {"GRU": ("s", "C0"), "attention": ("o", "C1"), "fused attention": ("^", "C2"),
                 "sliding window": ("D", "C3")}
 

@@ -424,9 +424,9 @@ def multihead_attention(heads: int = 3) -> Diagram:
 
 
 
-# --- The Transformer (notebook 12), the GPT block and its KV cache (notebook 13) ---------------------------------
+# --- The Transformer (notebooks 12-13), the GPT block and its KV cache (notebooks 14-15) ---------------------------------
 
-_TAG_INK = "#555555"       # the small "§n" tags: which section builds a part
+_TAG_INK = "#555555"       # the small "12 §n" tags: which notebook and section build a part
 
 
 def _check_norm_first(norm_first: object) -> None:
@@ -448,7 +448,7 @@ def _arrow(c: _Canvas, points: list[tuple[float, float]], *, lit: bool | None = 
                                        color=colour, lw=lw, shrinkA=0, shrinkB=0, zorder=2))
 
 
-def _residual(fn: tuple, norm_first: bool, ln: str = "LN", tag: str = "§2") -> list[tuple]:
+def _residual(fn: tuple, norm_first: bool, ln: str = "LN", tag: str = "12 §2") -> list[tuple]:
     """One residual sublayer's parts, bottom to top: post-norm LN(x + F(x)), pre-norm x + F(LN(x))."""
     norm = ("box", ln, STATE_FILL, tag, 1.2, 0.45)
     return [("split",), norm, fn, ("add",)] if norm_first else [("split",), fn, ("add",), norm]
@@ -521,22 +521,22 @@ def _fit(c: _Canvas, width: float, height: float, inches_per_unit: float) -> Non
 
 def transformer(*, norm_first: bool = False) -> Diagram:
     """The encoder-decoder Transformer of Vaswani et al. (2017), after their Figure 1, each part tagged with the
-    section of notebook 12 that builds it. ``norm_first=False`` draws the paper's post-norm layers,
+    notebook (12 or 13) and section that builds it. ``norm_first=False`` draws the paper's post-norm layers,
     ``LN(x + F(x))``; ``True`` the pre-norm ``x + F(LN(x))`` with a final LN after each stack."""
     _check_norm_first(norm_first)
     xe, xd, frame_y, w = 3.45, 9.95, 2.75, 3.7
-    ffn = ("box", "feed-forward\n$\\mathrm{FFN}$", GATE_FILL, "§3", w, 0.8)
-    self_attention = ("box", "multi-head self-attention\n$\\mathrm{MultiHead}(X, X, X)$", CANDIDATE_FILL, "§4", w, 0.8)
-    masked = ("box", "masked self-attention\n$\\mathrm{MaskedMultiHead}(Y, Y, Y)$", CANDIDATE_FILL, "§6", w, 0.8)
-    cross = ("box", "cross-attention\n$\\mathrm{MultiHead}(Y, M, M)$", CANDIDATE_FILL, "§6", w, 0.8)
-    final = [("box", "final LN", STATE_FILL, "§5", 1.5, 0.45)] if norm_first else []
+    ffn = ("box", "feed-forward\n$\\mathrm{FFN}$", GATE_FILL, "12 §3", w, 0.8)
+    self_attention = ("box", "multi-head self-attention\n$\\mathrm{MultiHead}(X, X, X)$", CANDIDATE_FILL, "12 §4", w, 0.8)
+    masked = ("box", "masked self-attention\n$\\mathrm{MaskedMultiHead}(Y, Y, Y)$", CANDIDATE_FILL, "13 §1", w, 0.8)
+    cross = ("box", "cross-attention\n$\\mathrm{MultiHead}(Y, M, M)$", CANDIDATE_FILL, "13 §1", w, 0.8)
+    final = [("box", "final LN", STATE_FILL, "12 §5", 1.5, 0.45)] if norm_first else []
     c = _Canvas(13.4, 15.0, (7.4, 7.4))
 
     # source and target: tokens, embedding, + positions; then the two stacks, residual branches outside
     for x, text, side in ((xe, "source tokens", +1), (xd, "target so far (shifted right)", -1)):
         c.label(x, 0.3, text, ha="center", va="center")
         _arrow(c, [(x, 0.55), (x, 1.0)])
-        top = _embedding(c, x, "embedding $\\times\\sqrt{d_{model}}$", "§9", "positional\nencoding", "nb 11", side,
+        top = _embedding(c, x, "embedding $\\times\\sqrt{d_{model}}$", "13 §4", "positional\nencoding", "nb 11", side,
                          y=1.0)   # the + at 2.14, positions' box up to 2.41
         _arrow(c, [(x, top), (x, frame_y)], head=False)
     top_e, _ = _column(c, xe, frame_y, _residual(self_attention, norm_first) + _residual(ffn, norm_first),
@@ -559,14 +559,14 @@ def transformer(*, norm_first: bool = False) -> Diagram:
     for text in ("linear: $\\times E_{tgt}^{\\top}$ (tied)", "softmax"):
         _arrow(c, [(xd, y), (xd, y + 0.4)])
         c.box(xd, y + 0.65, text, GATE_FILL, w=2.9, h=0.5, fontsize=10)
-        _tag(c, xd - 1.55, y + 0.65, "§9", -1)
+        _tag(c, xd - 1.55, y + 0.65, "13 §4", -1)
         y += 0.9
     _arrow(c, [(xd, y), (xd, y + 0.4)])
     c.label(xd, y + 0.45, "next-token probabilities", ha="center", va="bottom")
     height = y + 1.0
-    layout = (["pre-norm, $x + F(\\mathrm{LN}(x))$ (§5)"] if norm_first
-              else ["post-norm, $\\mathrm{LN}(x + F(x))$,", "as in the paper (§5)"])
-    _legend(c, 0.25, height - 0.25, ["§n: the section of notebook 12", "that builds the part;",
+    layout = (["pre-norm, $x + F(\\mathrm{LN}(x))$ (12 §5)"] if norm_first
+              else ["post-norm, $\\mathrm{LN}(x + F(x))$,", "as in the paper (12 §5)"])
+    _legend(c, 0.25, height - 0.25, ["12 §n: notebook 12, section n,", "builds the part;",
                                      "nb n: an earlier notebook"] + layout)
     _fit(c, 13.4, height, 7.4 / 13.4)
     parts = ("LN(x + F(x)), the paper's post-norm: the LN follows the plus" if not norm_first else
@@ -581,14 +581,14 @@ def transformer(*, norm_first: bool = False) -> Diagram:
            "MaskedMultiHead(Y, Y, Y), cross-attention MultiHead(Y, M, M) and FFN. The encoder's output, the memory M, "
            "enters every decoder layer's cross-attention as its keys and values; the queries come from the decoder. "
            "At the top a linear layer tied to the target embedding, and a softmax, give the next-token "
-           "probabilities. Each part is tagged with the section of notebook 12 that builds it: residual and LN "
-           "section 2, FFN section 3, encoder section 4, post- and pre-norm section 5, decoder's attentions section "
-           "6, embeddings and read-out section 9; positional encoding is notebook 11's.")
+           "probabilities. Each part is tagged with the notebook and section that builds it: residual and LN "
+           "notebook 12 section 2, FFN 12 section 3, encoder 12 section 4, post- and pre-norm 12 section 5, the decoder's attentions "
+           "notebook 13 section 1, embeddings and read-out 13 section 4; positional encoding is notebook 11's.")
     return Diagram(c.fig, alt)
 
 
 def gpt_block(*, norm_first: bool = True) -> Diagram:
-    """The decoder-only language model of notebook 13 (``seqlab.models.gpt.GPT``): token embedding plus a learned
+    """The decoder-only language model of notebook 14 (``seqlab.models.gpt.GPT``): token embedding plus a learned
     position table, ``N`` blocks of causal self-attention and FFN (no cross-attention), a read-out tied to the
     embedding. ``norm_first=True`` (the model's default, GPT-2's layout) draws pre-norm blocks and the final LN."""
     _check_norm_first(norm_first)
@@ -650,7 +650,7 @@ _KV_CACHE_STEPS = range(1, 9)
 
 
 def kv_cache(step: int = 4) -> Diagram:
-    """One generation step with a KV cache, for one head of one layer (notebook 13, section 4): token ``step`` is
+    """One generation step with a KV cache, for one head of one layer (notebook 15, section 1): token ``step`` is
     the only one fed; its q, k and v are computed, k and v are appended to the cached K and V, and q attends over
     all ``step`` rows. ``step`` is 1 to 8."""
     if not isinstance(step, int) or isinstance(step, bool) or step not in _KV_CACHE_STEPS:
@@ -900,7 +900,7 @@ def positional_encodings() -> Diagram:
 def masked_lm(length: int = 6, masked: int = 3) -> Diagram:
     """What each objective lets a position read, side by side: GPT's next-token prediction at position
     ``masked`` (it reads x_1..x_t only) and BERT's masked LM, which fills in ``[MASK]`` at that position
-    from the whole corrupted sequence, both sides, and is scored there only (notebooks 13 and 14)."""
+    from the whole corrupted sequence, both sides, and is scored there only (notebooks 14 and 16)."""
     if not 4 <= length <= 8:
         raise ValueError(f"length should be an int from 4 to 8, got {length!r}")
     if not 2 <= masked <= length - 1:
@@ -941,19 +941,20 @@ COURSE_PARTS = (
     ("gates and depth", (("04", "LSTM"), ("05", "GRU"), ("06", "deep, bidirectional"))),
     ("encoder–decoder, attention", (("07", "seq2seq"), ("08", "attention"), ("09", "self-attention"),
                                     ("10", "multi-head"))),
-    ("Transformers", (("11", "positions"), ("12", "Transformer"), ("13", "GPT"), ("14", "BERT"),
-                      ("15", "cost, beyond"))),
+    ("Transformers", (("11", "positions"), ("12", "the block"), ("13", "whole model"))),
+    ("language models, cost", (("14", "GPT and sampling"), ("15", "KV cache and race"), ("16", "BERT"),
+                               ("17", "cost, beyond"))),
 )
 
 
 def course_map() -> Diagram:
     """The course as a road: one row per part, one box per notebook, in teaching order (notebook 00)."""
-    width, height = 13.4, 6.7
+    width, height = 13.4, 0.1 + 1.65 * len(COURSE_PARTS)
     c = _Canvas(width, height, (9.5, 9.5 * height / width))
-    fills = (STATE_FILL, GATE_FILL, CANDIDATE_FILL, INPUT_FILL)
+    fills = (STATE_FILL, GATE_FILL, CANDIDATE_FILL, INPUT_FILL, STATE_FILL)
     previous = None
     for row, ((part, notebooks), fill) in enumerate(zip(COURSE_PARTS, fills)):
-        y = 5.7 - 1.65 * row
+        y = height - 1.0 - 1.65 * row
         c.label(1.45, y + 0.62, part, fontsize=10.5, va="center", lit=True)   # right of the arrow coming down
         for k, (number, title) in enumerate(notebooks):
             x = 1.25 + 2.7 * k
@@ -964,13 +965,13 @@ def course_map() -> Diagram:
                                                                          (x, py - 0.58), (x, y + 0.4)])
             previous = (x, y)
     names = "; ".join(f"{part}: " + ", ".join(f"{n} {t}" for n, t in notebooks) for part, notebooks in COURSE_PARTS)
-    alt = ("Map of the course: four rows, one per part, each a chain of boxes, one box per notebook, with arrows "
+    alt = ("Map of the course: five rows, one per part, each a chain of boxes, one box per notebook, with arrows "
            f"in teaching order that run along each row and down to the start of the next. {names}. What to see: "
            "each part builds on the one above, from the recurrent network to GPT and BERT.")
     return Diagram(c.fig, alt)
 
 
-# --- A linear state-space layer (notebook 15): one recurrence, two ways to compute it ------------------------------
+# --- A linear state-space layer (notebook 17): one recurrence, two ways to compute it ------------------------------
 
 _SSM_STEPS = range(2, 6)
 
@@ -981,7 +982,7 @@ def _power(t: int) -> str:
 
 
 def state_space(steps: int = 4, *, selective: bool = False) -> Diagram:
-    """A linear state-space layer over ``steps`` tokens, in notebook 15's symbols. Left, the recurrence
+    """A linear state-space layer over ``steps`` tokens, in notebook 17's symbols. Left, the recurrence
     h_t = A h_{t-1} + B x_t, y_t = C h_t unrolled (one step per token, a state of fixed size); right, the same map
     as a convolution: y_t = sum_j K_j x_{t-j} with the kernel K = (CB, CAB, CA^2B, ...), drawn for the last output.
     ``selective=True`` draws Mamba's version: A_t, B_t, C_t computed from x_t at every step (lit), so there is no
@@ -1064,7 +1065,7 @@ def state_space(steps: int = 4, *, selective: bool = False) -> Diagram:
 
 
 def bert_pretraining() -> Diagram:
-    """BERT's two pre-training objectives on one input (notebook 14): ``[CLS] a_1 a_2 [SEP] b_1 b_2 [SEP]``, token
+    """BERT's two pre-training objectives on one input (notebook 16): ``[CLS] a_1 a_2 [SEP] b_1 b_2 [SEP]``, token
     types 0 then 1, through the encoder (full attention); the masked LM predicts the original a_2 where the input has
     [MASK], and next-sentence prediction classifies the final [CLS] vector C as IsNext or NotNext."""
     tokens = ["[CLS]", "$a_1$", "[M]", "[SEP]", "$b_1$", "$b_2$", "[SEP]"]

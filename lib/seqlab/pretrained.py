@@ -26,7 +26,7 @@ from seqlab.train import evaluate, lm_loss, load_checkpoint
 
 __all__ = ["BATCH_SIZE", "CHECKPOINTS", "MINILM_PACKAGE", "SEQ_LEN", "VAL_BATCHES", "VAL_SEED", "SentenceEncoder",
            "build_model", "build_reverser", "checkpoint_dir", "load_minilm", "load_pretrained",
-           "load_reverser", "minilm_path", "validation_batches", "validation_loss"]
+           "gpt_head_qkv", "load_reverser", "minilm_path", "validation_batches", "validation_loss"]
 
 # 100 x 32 x 64 = 204,800 validation characters (40% of them), windows drawn from all of the
 # validation text with a fixed seed, so always the same ones
@@ -53,7 +53,7 @@ def load_pretrained(name: str) -> tuple[CharLM | GPT, dict]:
     return model.eval(), record
 
 
-# --- The digit reversers of notebooks 7, 8 and 12 --------------------------------------------------
+# --- The digit reversers of notebooks 7, 8 and 13 --------------------------------------------------
 
 def build_reverser(model: str, config: dict) -> torch.nn.Module:
     """An untrained reverser from a record's ``model`` ("Seq2Seq" or "TransformerSeq2Seq") and ``config``."""
@@ -97,3 +97,30 @@ def load_reverser(name: str, *, into: torch.nn.Module | None = None,
     model = into if into is not None else build_reverser(record["model"], record["config"])
     load_checkpoint(folder / f"{name}.safetensors", model)
     return model.eval(), record
+
+
+def gpt_head_qkv(text: str, *, layer: int = 0, head: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[str]]:
+    """The course's trained ``charlm-gpt`` on ``text``: one head's queries, keys and values at ``layer``, each
+    ``(n, d_k)`` in float64 (what that head's attention reads), and the characters. Notebook 17 watches the
+    student's ``band_scores`` on them."""
+    import torch.nn.functional as F
+
+    gpt, _ = load_pretrained("charlm-gpt")
+    config = gpt.config
+    if not 0 <= layer < config.num_layers or not 0 <= head < config.nhead:
+        raise ValueError(f"charlm-gpt has layers 0..{config.num_layers - 1} and heads 0..{config.nhead - 1}, "
+                         f"got layer={layer!r}, head={head!r}")
+    if not isinstance(text, str) or not 1 <= len(text) <= config.max_len:
+        raise ValueError(f"text should be a string of 1 to {config.max_len} characters, got "
+                         f"{len(text) if isinstance(text, str) else type(text).__name__}")
+    ids = char_lm_data().vocab.encode(text)[None]                    # (1, n)
+    with torch.no_grad():
+        x = gpt.positional(gpt.embed(ids), 0)                        # (1, n, d_model)
+        for block in gpt.blocks[:layer]:
+            x = block(x, is_causal=True)
+        block = gpt.blocks[layer]
+        attention = block.self_attn
+        h = block.norm1(x) if block.norm_first else x
+        q, k, v = F.linear(h, attention.in_proj_weight, attention.in_proj_bias).chunk(3, dim=-1)   # (1, n, d_model)
+        part = slice(head * attention.head_dim, (head + 1) * attention.head_dim)
+        return q[0, :, part].double(), k[0, :, part].double(), v[0, :, part].double(), list(text)

@@ -157,7 +157,7 @@ class MaskedLMBatches:
             yield mask_tokens(x, self.mask_id, self.vocab_size, self.generator, self.p, special_ids=self.special_ids)
 
 
-# --- T5's span corruption (notebook 14): its lengths, a sampler, and BERT's single tokens counted as runs ----------
+# --- T5's span corruption (notebook 16): its lengths, a sampler, and BERT's single tokens counted as runs ----------
 class SpanLengths(NamedTuple):
     """What span corruption of ``n`` tokens gives: tokens dropped, spans (= sentinels), encoder input, decoder target."""
 

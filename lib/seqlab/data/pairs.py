@@ -1,4 +1,4 @@
-"""Source -> target pairs for encoder-decoder models (notebooks 7-8, 12): vocabularies and batches.
+"""Source -> target pairs for encoder-decoder models (notebooks 7-8, 13): vocabularies and batches.
 
 A pair is two sequences of different lengths, e.g. ``"Sunday, 3 May 1998" -> "1998-05-03"``.
 The decoder is trained with *teacher forcing*: at step ``t`` it reads the true previous target

@@ -1,6 +1,6 @@
 """Seeded generators for the synthetic tasks of later notebooks.
 
-- :func:`make_dates`: human-readable dates -> ISO 8601 (seq2seq and attention, notebooks 7-8, 12).
+- :func:`make_dates`: human-readable dates -> ISO 8601 (seq2seq and attention, notebooks 7-8, 13).
 - :func:`copy_task`, :func:`reverse_task`: map a token sequence to itself or its reverse;
   :func:`make_reversals`: digit strings of many lengths and their reverses (notebooks 7-8).
 - :func:`adding_problem`: the long-range memory task of Hochreiter & Schmidhuber (1997), where a

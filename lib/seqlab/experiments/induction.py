@@ -1,4 +1,4 @@
-"""Notebook 13's experiment: in-context copying, a task where a small GPT beats an LSTM of its size.
+"""Notebook 14's experiment: in-context copying, a task where a small GPT beats an LSTM of its size.
 
 Each sequence is a random string of ``length`` tokens from ``vocab`` symbols, a separator, then the same
 string again. Only the second copy is scored: its tokens cannot be guessed (every symbol is equally likely),
@@ -8,7 +8,7 @@ model of attention that completes repeated text this way is what Olsson et al. (
 and Induction Heads*, study; here the positions are learned, so the model may also look a fixed distance
 back.
 
-The "Why the Transformer won" section of notebook 13 shows the runs; its final cell asserts the margin.
+The "Why the Transformer won" section of notebook 14 shows the runs; its final cell asserts the margin.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Notebook 14's experiment: which of two sentence pairs the pretrained MiniLM finds more similar."""
+"""Notebook 16's experiment: which of two sentence pairs the pretrained MiniLM finds more similar."""
 
 from __future__ import annotations
 

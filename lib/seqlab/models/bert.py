@@ -8,7 +8,7 @@ These choices are what let real BERT weights reproduce BERT's outputs. :class:`B
 masked-LM head, its read-out tied to the word embeddings. :func:`convert_hf_state_dict` and
 :func:`load_hf_bert` load a Hugging Face BERT folder strictly, with ``safetensors`` and without
 ``transformers`` (a test checks against it). ``BertConfig(causal=True)`` builds a same-size left-to-right
-twin, for comparisons. Taught in notebook 14.
+twin, for comparisons. Taught in notebook 16.
 """
 
 from __future__ import annotations

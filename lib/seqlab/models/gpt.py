@@ -7,7 +7,7 @@ positional encoding, any of :data:`~seqlab.nn.positional.POSITIONAL_ENCODINGS` b
 GPT-2's (:func:`gpt2_init_`). :meth:`GPT.generate` samples, optionally with a KV cache. Past ``max_len``
 tokens each step re-reads the last ``max_len`` from scratch: a cache cannot slide, since every cached key
 depends on the tokens before it, including the one that falls out. Cached and uncached generation give
-the same tokens (tests/test_gpt.py). Taught in notebook 13.
+the same tokens (tests/test_gpt.py). Taught in notebooks 14 and 15.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ linear ``head`` reads out next-token logits (``tie_output``: the target embeddin
 one matrix for both sides). Where the source ends: self-attention over a padded batch cannot tell, so with
 ``mark_source_end=True`` (the default, as in fairseq) the encoder reads the source followed by ``<eos>`` and
 source attention has ``S + 1`` columns. The batches, loss, ``translate`` and decoding methods are
-:class:`~seqlab.models.seq2seq.Seq2Seq`'s, so notebooks 7-8's evaluation runs on either model. Notebook 12.
+:class:`~seqlab.models.seq2seq.Seq2Seq`'s, so notebooks 7-8's evaluation runs on either model. Notebook 13.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale
 
     ``is_causal=True`` adds the causal mask (the queries are the last ``n`` of ``m`` positions; see
     :func:`seqlab.nn.masks.causal_mask`). Fused, with no other mask and ``n == m``, it is passed to the
-    kernel as a flag, so no ``(n, m)`` mask is built or kept for backward (notebook 15 measures the
+    kernel as a flag, so no ``(n, m)`` mask is built or kept for backward (notebook 17 measures the
     difference); otherwise the mask is built and merged with ``mask``.
     """
     if q.shape[-1] != k.shape[-1]:

@@ -192,7 +192,7 @@ class MultiheadAttention(nn.Module):
         S = key.shape[0] + (0 if cache is None else cache.offset)   # keys: the cached ones, then the new ones
         H, d_k = self.num_heads, self.head_dim
         # is_causal without attn_mask: attend() applies the causal mask, as a flag to the fused kernel when no
-        # other mask is left (no (L, S) mask kept for backward, notebook 15), else merged in. Extra keys
+        # other mask is left (no (L, S) mask kept for backward, notebook 17), else merged in. Extra keys
         # (bias_k, add_zero_attn) are open to every query, so with them the mask is built here.
         causal_in_attend = (is_causal and attn_mask is None and L <= S
                             and self.bias_k is None and not self.add_zero_attn)

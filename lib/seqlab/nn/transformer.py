@@ -7,7 +7,7 @@ hint). Deliberate differences: a causal hint without a mask builds the mask (tor
 sequence gives a finite output (torch: NaN); there is no nested-tensor fast path (in eval mode torch's
 returns zeros at padded positions). Keyword-only extras: ``positional=`` (self-attention only; owned once,
 by the outermost module, and handed down as ``rotate`` / ``score_bias``), ``need_weights`` (per-head weights,
-batch-first), ``fused`` and a KV ``cache``; a stack takes any layer module, as torch's does. Notebook 12.
+batch-first), ``fused`` and a KV ``cache``; a stack takes any layer module, as torch's does. Notebooks 12 and 13.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ class Transformer(nn.Module):
 
     Defaults are the paper's base model (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1,
     ReLU): 44,140,544 parameters, exactly ``torch.nn.Transformer()``'s, without the embeddings (see
-    notebook 12 for the count with the paper's shared 37,000-token vocabulary). Inputs are embeddings
+    notebook 13 for the count with the paper's shared 37,000-token vocabulary). Inputs are embeddings
     ``(N, S, E)`` / ``(N, T, E)`` (batch_first) or ``(S, N, E)`` / ``(T, N, E)``; the output has the
     target's shape. Each stack ends in a LayerNorm (``encoder.norm``, ``decoder.norm``), as in torch.
 

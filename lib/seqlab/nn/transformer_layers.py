@@ -6,7 +6,7 @@ placement (``norm_first``): post-norm :math:`\mathrm{LN}(x + F(x))` as in the pa
 :math:`x + F(\mathrm{LN}(x))` as in GPT-2, which needs one last LN after the stack. Both layers wrap every
 sublayer in one place, :meth:`TransformerLayer.residual`. Both are ``torch.nn`` twins (arguments, parameter
 names, masks, dropout placement, the order in which weights are drawn); :mod:`seqlab.nn.transformer`, which
-stacks them, lists what they add. Taught in notebook 12, which prints several of these methods.
+stacks them, lists what they add. Taught in notebooks 12 and 13, which print several of these methods.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Notebook 15 — what attention costs: predict the length at which a Transformer block's n^2 products overtake its
+"""Notebook 17 — what attention costs: predict the length at which a Transformer block's n^2 products overtake its
 per-token work (measured with torch's FLOP counter), score a band of keys in O(n w), and predict, then measure, how
 the memory kept for backward grows with the length."""
 
@@ -233,33 +233,3 @@ register(Exercise(
     diagnose=_diagnose_slopes,
     same=_same_slopes,
 ))
-
-
-# -- the watch cell of exercise 2: a trained head's queries, keys and values on a line of text ---------------
-def gpt_head_qkv(text: str, *, layer: int = 0, head: int = 0) -> tuple[Tensor, Tensor, Tensor, list[str]]:
-    """The course's trained ``charlm-gpt`` on ``text``: one head's queries, keys and values at ``layer``, each
-    ``(n, d_k)`` in float64 (what that head's attention reads), and the characters. Needs the checkpoint."""
-    import torch.nn.functional as F
-
-    from seqlab.data import char_lm_data
-    from seqlab.pretrained import load_pretrained
-
-    gpt, _ = load_pretrained("charlm-gpt")
-    config = gpt.config
-    if not 0 <= layer < config.num_layers or not 0 <= head < config.nhead:
-        raise ValueError(f"charlm-gpt has layers 0..{config.num_layers - 1} and heads 0..{config.nhead - 1}, "
-                         f"got layer={layer!r}, head={head!r}")
-    if not isinstance(text, str) or not 1 <= len(text) <= config.max_len:
-        raise ValueError(f"text should be a string of 1 to {config.max_len} characters, got "
-                         f"{len(text) if isinstance(text, str) else type(text).__name__}")
-    ids = char_lm_data().vocab.encode(text)[None]                    # (1, n)
-    with torch.no_grad():
-        x = gpt.positional(gpt.embed(ids), 0)                        # (1, n, d_model)
-        for block in gpt.blocks[:layer]:
-            x = block(x, is_causal=True)
-        block = gpt.blocks[layer]
-        attention = block.self_attn
-        h = block.norm1(x) if block.norm_first else x
-        q, k, v = F.linear(h, attention.in_proj_weight, attention.in_proj_bias).chunk(3, dim=-1)   # (1, n, d_model)
-        part = slice(head * attention.head_dim, (head + 1) * attention.head_dim)
-        return q[0, :, part].double(), k[0, :, part].double(), v[0, :, part].double(), list(text)

@@ -1,4 +1,4 @@
-"""Notebook 14 — BERT: predicting what the right side is worth to the MLM, the masking recipe given its random draws,
+"""Notebook 16 — BERT: predicting what the right side is worth to the MLM, the masking recipe given its random draws,
 mean pooling over real tokens, predicting which of two sentence pairs the pretrained MiniLM finds more similar, and
 BERT's attention mask built from padding."""
 
