@@ -9,8 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqlab.gradients import (ACTIVATIONS, bptt_step, gradient_norms_through_time, input_sensitivity,
-                              linear_gradient_norms, memory_gradient_norms, random_rnn_weights, rnn_backward, rnn_forward,
+from seqlab.gradients import (ACTIVATIONS, autograd_gradient_norms, bptt_step, gradient_norms_through_time,
+                              input_sensitivity, linear_gradient_norms, memory_gradient_norms, random_rnn_weights,
+                              rnn_backward, rnn_forward,
                               scale_to_spectral_radius, spectral_radius)
 from seqlab.nn import RNN
 from seqlab.models.charlm import CharLM, CharLMConfig
@@ -206,3 +207,22 @@ def test_backward_and_sensitivity_shape_errors():
     with pytest.raises(ValueError, match="same shape"):
         input_sensitivity(model, torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
     assert math.isfinite(float(linear_gradient_norms(torch.eye(3), 0)[0]))
+
+
+def test_a_replacement_step_runs_the_loop_and_autograd_measures_the_same_norms():
+    x, h0, W_h, W_x, b = setup_rnn(rho=1.2)
+    by_hand = gradient_norms_through_time(x, W_h, W_x, b, h0=h0)
+    same_step = gradient_norms_through_time(x, W_h, W_x, b, h0=h0, step=lambda *args: bptt_step(*args))
+    assert torch.equal(by_hand, same_step) and by_hand.shape == (T + 1,)
+    assert torch.allclose(autograd_gradient_norms(x, W_h, W_x, b, h0=h0), by_hand, rtol=1e-12, atol=0)
+
+    def no_tanh_derivative(dh_t, h_t, h_prev, x_t, W_h):       # a usual slip: delta = dh_t
+        return dh_t.T @ h_prev, dh_t.T @ x_t, dh_t.sum(0), dh_t @ W_h
+    slipped = gradient_norms_through_time(x, W_h, W_x, b, h0=h0, step=no_tanh_derivative)
+    assert slipped[0] == by_hand[0] and (slipped[1:] > by_hand[1:]).all()     # tanh' <= 1 no longer damps it
+
+    def transposed(dh_t, h_t, h_prev, x_t, W_h):
+        dW_h, dW_x, db, dh_prev = bptt_step(dh_t, h_t, h_prev, x_t, W_h)
+        return dW_h, dW_x.T, db, dh_prev
+    with pytest.raises(ValueError, match=r"should return dW_x of shape \(5, 4\), got \(4, 5\)"):
+        gradient_norms_through_time(x, W_h, W_x, b, step=transposed)

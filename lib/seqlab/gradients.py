@@ -47,9 +47,9 @@ from torch import Tensor
 from seqlab.modes import evaluating
 
 __all__ = [
-    "ACTIVATIONS", "Activation", "BPTTGrads", "bptt_step", "gradient_norms_through_time", "input_sensitivity",
-    "linear_gradient_norms", "memory_gradient_norms", "random_rnn_weights", "rnn_backward", "rnn_forward",
-    "scale_to_spectral_radius", "spectral_radius",
+    "ACTIVATIONS", "Activation", "BPTTGrads", "BPTTStep", "autograd_gradient_norms", "bptt_step",
+    "gradient_norms_through_time", "input_sensitivity", "linear_gradient_norms", "memory_gradient_norms",
+    "random_rnn_weights", "rnn_backward", "rnn_forward", "scale_to_spectral_radius", "spectral_radius",
 ]
 
 
@@ -135,13 +135,17 @@ class BPTTGrads:
     dh: Tensor    # (T+1, B, H): total dL/dh_t for t = 0 .. T (dh[0] is dL/dh_0)
 
 
-def rnn_backward(x: Tensor, states: Tensor, W_h: Tensor, dL_dh: Tensor) -> BPTTGrads:
+BPTTStep = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor, Tensor, Tensor]]
+
+
+def rnn_backward(x: Tensor, states: Tensor, W_h: Tensor, dL_dh: Tensor, *, step: BPTTStep | None = None) -> BPTTGrads:
     """Backpropagation through time, one :func:`bptt_step` per step from ``t = T`` down to 1.
 
     ``states`` ``(T+1, B, H)`` come from :func:`rnn_forward`. ``dL_dh`` ``(T, B, H)`` holds the
     gradient that the loss sends *directly* to each ``h_1 .. h_T`` (e.g. through an output layer
     at every step; zeros where the loss does not read a state). The gradient flowing back from
-    later steps is added on the way.
+    later steps is added on the way. ``step`` replaces :func:`bptt_step` (same signature), e.g. by one
+    written in notebook 03's exercise.
     """
     if states.dim() != 3 or states.shape[0] != x.shape[0] + 1 or states.shape[1] != x.shape[1]:
         raise ValueError(f"states should be (T+1, B, H) = ({x.shape[0] + 1}, {x.shape[1]}, H) for x of shape "
@@ -150,15 +154,26 @@ def rnn_backward(x: Tensor, states: Tensor, W_h: Tensor, dL_dh: Tensor) -> BPTTG
         raise ValueError(f"dL_dh should be (T, B, H) = {_shape(states[1:])}, one gradient per state h_1 .. h_T, "
                          f"got {_shape(dL_dh)}")
     T = x.shape[0]
+    step = bptt_step if step is None else step
     dW_h, dW_x, db = torch.zeros_like(W_h), x.new_zeros(W_h.shape[0], x.shape[2]), x.new_zeros(W_h.shape[0])
     dh = [None] * (T + 1)
     carried = torch.zeros_like(states[0])                      # dL/dh_T from later steps: none
     for t in range(T, 0, -1):                                  # t = T, ..., 1
         dh[t] = dL_dh[t - 1] + carried                         # total dL/dh_t
-        g_Wh, g_Wx, g_b, carried = bptt_step(dh[t], states[t], states[t - 1], x[t - 1], W_h)
+        g_Wh, g_Wx, g_b, carried = step(dh[t], states[t], states[t - 1], x[t - 1], W_h)
+        if step is not bptt_step:
+            _check_step_result((g_Wh, g_Wx, g_b, carried), (dW_h, dW_x, db, states[0]))
         dW_h, dW_x, db = dW_h + g_Wh, dW_x + g_Wx, db + g_b    # weight sharing: sum over steps
     dh[0] = carried
     return BPTTGrads(W_h=dW_h, W_x=dW_x, b=db, h0=carried, dh=torch.stack(dh))
+
+
+def _check_step_result(got: tuple, like: tuple[Tensor, ...]) -> None:
+    """A clear error when a replacement BPTT step returns tensors of the wrong shapes."""
+    for name, g, e in zip(("dW_h", "dW_x", "db", "dh_prev"), got, like):
+        if not isinstance(g, Tensor) or g.shape != e.shape:
+            found = _shape(g) if isinstance(g, Tensor) else type(g).__name__
+            raise ValueError(f"the BPTT step should return {name} of shape {_shape(e)}, got {found}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,23 +217,47 @@ def random_rnn_weights(hidden_size: int, input_size: int, rho: float, *, seed: i
     return W_h, W_x, b
 
 
+def _unit_gradient(states: Tensor, seed: int) -> Tensor:
+    """dL/dh_T for ``L = v . h_T``: a fixed random unit vector ``v`` per sequence, ``(B, H)``."""
+    v = torch.randn(states.shape[1:], generator=torch.Generator().manual_seed(seed), dtype=states.dtype)
+    return v / v.norm(dim=-1, keepdim=True)
+
+
+def _geometric_mean_by_distance(dh: Tensor) -> Tensor:
+    """``(T+1, B, H)`` gradients at h_0 .. h_T -> ``(T+1,)`` norms by distance k = T - t, geometric mean over B."""
+    return dh.norm(dim=-1).log().mean(dim=1).exp().flip(0)
+
+
 def gradient_norms_through_time(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, *,
-                                h0: Tensor | None = None, seed: int = 0) -> Tensor:
+                                h0: Tensor | None = None, seed: int = 0, step: BPTTStep | None = None) -> Tensor:
     """How the gradient of a loss at the last step shrinks or grows on its way back in time.
 
     The loss is ``L = v . h_T`` for a fixed random unit vector ``v`` per sequence, so
     dL/dh_T = v has norm 1. Returns ``(T+1,)``: entry ``k`` is ||dL/dh_{T-k}|| (the Euclidean
     norm per sequence, averaged over the batch in log space, i.e. a geometric mean), for the
-    distances k = 0 .. T. Computed with :func:`rnn_backward`.
+    distances k = 0 .. T. Computed with :func:`rnn_backward`, whose ``step`` it passes on;
+    :func:`autograd_gradient_norms` measures the same with autograd.
     """
     states = rnn_forward(x, W_h, W_x, b, h0)
-    g = torch.Generator().manual_seed(seed)
-    v = torch.randn(states.shape[1:], generator=g, dtype=states.dtype)     # (B, H)
     dL_dh = torch.zeros_like(states[1:])
-    dL_dh[-1] = v / v.norm(dim=-1, keepdim=True)
-    grads = rnn_backward(x, states, W_h, dL_dh)
-    norms = grads.dh.norm(dim=-1)                                           # (T+1, B), t = 0 .. T
-    return norms.log().mean(dim=1).exp().flip(0)                           # index k = T - t
+    dL_dh[-1] = _unit_gradient(states, seed)
+    grads = rnn_backward(x, states, W_h, dL_dh, step=step)
+    return _geometric_mean_by_distance(grads.dh)                          # index k = T - t
+
+
+def autograd_gradient_norms(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, *,
+                            h0: Tensor | None = None, seed: int = 0) -> Tensor:
+    """:func:`gradient_norms_through_time` by autograd: the same loss ``v . h_T``, the same ``(T+1,)`` norms."""
+    _check_rnn(x, W_h, W_x, b, h0)
+    with torch.enable_grad():
+        h = x.new_zeros(x.shape[1], W_h.shape[0]) if h0 is None else h0.detach()
+        h = h.requires_grad_()
+        states = [h]
+        for x_t in x:                                                      # the forward pass, kept in the graph
+            states.append(torch.tanh(states[-1] @ W_h.T + x_t @ W_x.T + b))
+        v = _unit_gradient(torch.stack(states).detach(), seed)
+        dh = torch.autograd.grad((states[-1] * v).sum(), states)          # dL/dh_t for t = 0 .. T
+    return _geometric_mean_by_distance(torch.stack(dh))
 
 
 def linear_gradient_norms(W_h: Tensor, steps: int, *, batch: int = 16, seed: int = 0) -> Tensor:

@@ -5,11 +5,13 @@
     p(x_{t+1} | x_{≤t}) = softmax(W_y h_t + b_y)   (B, T, V)
 
 The recurrent part is seqlab's own from-scratch RNN, LSTM or GRU (``cell=``); pass
-``reference=True`` to use torch.nn's twin instead, for comparisons.
+``reference=True`` to use torch.nn's twin instead, for comparisons. :func:`continue_with_cell` runs a
+trained model with a cell function written elsewhere (a student's GRU or LSTM cell) in place of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -66,3 +68,66 @@ class CharLM(nn.Module):
                 out.append(next_id)
                 logits, state = self(next_id[None], state)
         return torch.cat(out)
+
+
+CellFunction = Callable[..., "Tensor | tuple[Tensor, ...]"]
+
+
+@torch.no_grad()
+def continue_with_cell(model: CharLM, cell: CellFunction, prompt: Tensor, n: int, *, temperature: float = 0.0,
+                       generator: torch.Generator | None = None) -> Tensor:
+    """Continue a 1-D prompt of ids by ``n`` ids, with ``cell`` computing every recurrent step of ``model``.
+
+    ``cell(x, *state, W_ih, W_hh, b_ih, b_hh)`` is one step of one layer in torch's layout, the signature of
+    notebook 5's ``gru_cell`` (``state`` = ``h``) and notebook 4's ``lstm_cell`` (``state`` = ``h, c``):
+    ``x`` ``(1, I)``, each state ``(1, H)``, the weights ``model.rnn``'s ``weight_ih_l{k}`` ``(G*H, I)`` and so
+    on. It returns the new state: one tensor ``h_t`` or a tuple whose first item is ``h_t``, the layer's
+    output. The states start at zero, one per name in ``model.rnn.state_names``. ``temperature`` 0 picks
+    the most likely id at every step (the same text on every run); above 0 it samples (pass a seeded
+    ``generator`` to repeat a run). Returns prompt + continuation, ``(len(prompt) + n,)``.
+    """
+    if not isinstance(model, CharLM):
+        raise TypeError(f"model should be a CharLM, got {type(model).__name__}")
+    if not callable(cell):
+        raise TypeError(f"cell should be a function cell(x, *state, W_ih, W_hh, b_ih, b_hh), got {type(cell).__name__}")
+    if not isinstance(prompt, Tensor) or prompt.dim() != 1 or len(prompt) == 0 or prompt.dtype != torch.long:
+        got = f"{prompt.dtype} tensor of shape {tuple(prompt.shape)}" if isinstance(prompt, Tensor) else type(prompt).__name__
+        raise ValueError(f"prompt should be a non-empty 1-D tensor of ids (torch.long), got {got}")
+    rnn = model.rnn
+    if getattr(rnn, "bidirectional", False) or getattr(rnn, "proj_size", 0):
+        raise ValueError("continue_with_cell runs a one-directional recurrent layer without projection")
+    state_names = getattr(rnn, "state_names", ("h", "c") if isinstance(rnn, nn.LSTM) else ("h",))
+    H = rnn.hidden_size
+    layers = []
+    for k in range(rnn.num_layers):
+        W_ih, W_hh = getattr(rnn, f"weight_ih_l{k}"), getattr(rnn, f"weight_hh_l{k}")
+        rows = W_ih.shape[0]                                          # G*H: the gates stacked in torch's order
+        b_ih = getattr(rnn, f"bias_ih_l{k}", None)
+        b_hh = getattr(rnn, f"bias_hh_l{k}", None)
+        layers.append((W_ih, W_hh, W_ih.new_zeros(rows) if b_ih is None else b_ih,
+                       W_ih.new_zeros(rows) if b_hh is None else b_hh))
+    device = model.head.weight.device
+    zeros = model.head.weight.new_zeros(1, H)                           # the model's device and dtype
+    states = [tuple(zeros for _ in state_names) for _ in layers]
+
+    def read(token: Tensor) -> Tensor:                                # one id -> logits (1, V)
+        x = model.embed(token.view(1, 1))[:, 0]                       # (1, E)
+        for k, weights in enumerate(layers):
+            new = cell(x, *states[k], *weights)
+            new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+            if len(new) != len(state_names) or any(not isinstance(s, Tensor) or s.shape != (1, H) for s in new):
+                shapes = [tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__ for s in new]
+                raise ValueError(f"cell should return {' and '.join(state_names)}, each of shape (1, {H}) "
+                                 f"(B, H) for this model, got {shapes}")
+            states[k] = new
+            x = new[0]                                                # h_t feeds the next layer and the head
+        return model.head(x)
+
+    with evaluating(model):
+        for token in prompt.to(device)[:-1]:
+            read(token)
+        out, token = [prompt.to(device)], prompt.to(device)[-1]
+        for _ in range(n):
+            token = sample_next(read(token), temperature=temperature, generator=generator)[0]
+            out.append(token.view(1))
+    return torch.cat(out)
