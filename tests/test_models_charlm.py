@@ -46,3 +46,18 @@ def test_a_wrong_cell_writes_something_else_and_a_misshapen_one_is_named():
         continue_with_cell(model, reference, torch.tensor([1.0, 2.0]), 3)
     with pytest.raises(TypeError, match="cell should be a function"):
         continue_with_cell(model, None, prompt, 3)
+
+
+def test_the_cell_given_is_the_one_that_runs_once_per_character_read():
+    model = small_model("lstm")
+    prompt = torch.tensor([1, 4, 2])
+    calls = []
+
+    def counting(*args):
+        calls.append(args[0].shape)
+        return EXERCISES["lstm_cell"].reference(*args)
+
+    continue_with_cell(model, counting, prompt, 5)
+    assert len(calls) == 3 + 5 - 1 and all(shape == (1, 4) for shape in calls)
+    frozen = continue_with_cell(model, lambda x, h, c, *weights: (h, c), prompt, 5)   # a cell that never changes
+    assert len(set(frozen[3:].tolist())) == 1, "the text then depends on nothing the cell computes"

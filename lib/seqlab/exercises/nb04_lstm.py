@@ -1,8 +1,8 @@
 """Notebook 04 — LSTM: write the cell, split torch's weight matrix into gates, and predict how far back a
 vanilla RNN can carry the adding problem's first value (checked against a measurement).
 
-:func:`continue_with_cell` is the "watch" of the cell exercise: it runs the trained character LSTM with
-the student's cell in place of seqlab's step, so that a correct cell writes Shakespeare and a mistake shows.
+:func:`seqlab.models.continue_with_cell` is the "watch" of the cell exercise: it runs the trained character
+LSTM with the student's cell in place of seqlab's step, so that a correct cell writes Shakespeare and a mistake shows.
 
 The cell checker compares with seqlab's own step (:func:`seqlab.nn.lstm.lstm_step`) and, when
 the answer is wrong, recomputes the cell with each usual mistake (a gate with the wrong
@@ -40,28 +40,6 @@ def _lstm_cell(x: Tensor, h: Tensor, c: Tensor, W_ih: Tensor, W_hh: Tensor, b_ih
 
 
 @torch.no_grad()
-def continue_with_cell(cell: Callable[..., tuple[Tensor, Tensor]], model: torch.nn.Module, vocab: Any,
-                       prompt: str, n: int) -> str:
-    """The ``n`` characters a one-layer character LSTM (:class:`~seqlab.models.charlm.CharLM`) writes after
-    ``prompt``, each the likeliest next one (greedy: the same text on every run), with every step of the
-    recurrence computed by ``cell(x, h, c, W_ih, W_hh, b_ih, b_hh) -> (h_t, c_t)`` (the exercise's signature)
-    on the model's own weights, stacked in torch's order i|f|g|o."""
-    rnn = getattr(model, "rnn", None)
-    if getattr(rnn, "mode", None) != "LSTM" or rnn.num_layers != 1 or rnn.bidirectional:
-        raise ValueError(f"expected a CharLM with a one-layer, one-direction LSTM, got {type(rnn).__name__}")
-    if not isinstance(prompt, str) or not prompt or not isinstance(n, int) or n < 0:
-        raise ValueError(f"expected a non-empty prompt and n >= 0, got {prompt!r} and {n!r}")
-    weights = [getattr(rnn, f"{name}_l0") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-    ids = vocab.encode(prompt).tolist()
-    h = c = torch.zeros(1, rnn.hidden_size, dtype=weights[0].dtype, device=weights[0].device)   # (1, H)
-    for t in range(len(prompt) + n - 1):
-        x = model.embed(torch.tensor([ids[t]], device=weights[0].device))                    # (1, E)
-        h, c = cell(x, h, c, *weights)
-        if t >= len(prompt) - 1:                                   # the prompt is read: write the next character
-            ids.append(int(model.head(h).argmax(dim=-1)))
-    return vocab.decode(torch.tensor(ids[len(prompt):]))
-
-
 def _variant(x, h, c, W_ih, W_hh, b_ih, b_hh, *, order: str = GATE_ORDER,
              act: dict[str, Callable] | None = None, forget: bool = True, input_gate: bool = True,
              output_gate: bool = True, tanh_c: bool = True, new_c_in_h: bool = True,
