@@ -62,7 +62,7 @@ def test_nbval_compares_the_exact_outputs_and_only_those(path):
     """`make test` runs nbval with --nbval-lax: only cells tagged nbval-check-output are compared as text
     (scripts/portability.py tags those that every arithmetic profile prints alike). Each notebook has
     some, so a change in what it computes exactly still fails; none prints library source, so a comment
-    changed in lib/ does not force a re-run; and no cell is marked in the old way that lax mode ignores."""
+    changed in lib/ does not force a re-run; none is also marked # NBVAL_IGNORE_OUTPUT (the mark would win)."""
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     compared = [i for i, c in enumerate(code) if "nbval-check-output" in c.metadata.get("tags", [])]
@@ -70,6 +70,9 @@ def test_nbval_compares_the_exact_outputs_and_only_those(path):
     for i in compared:
         assert "getsource" not in code[i].source, f"{path.name}: code cell {i} prints library source and is compared"
         assert code[i].outputs, f"{path.name}: code cell {i} is tagged but has no output to compare"
+        assert "NBVAL_IGNORE_OUTPUT" not in code[i].source, (
+            f"{path.name}: code cell {i} is tagged and marked # NBVAL_IGNORE_OUTPUT; nbval warns of overlapping "
+            "options and the mark wins: drop the tag (scripts/portability.py tag never sets it there)")
 
 
 # -- "predict, then measure": the answer comes after the prediction, never before ---------------------------
