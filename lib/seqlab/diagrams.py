@@ -566,8 +566,8 @@ def transformer(*, norm_first: bool = False) -> Diagram:
     height = y + 1.0
     layout = (["pre-norm, $x + F(\\mathrm{LN}(x))$ (12 §5)"] if norm_first
               else ["post-norm, $\\mathrm{LN}(x + F(x))$,", "as in the paper (12 §5)"])
-    _legend(c, 0.25, height - 0.25, ["12 §n: notebook 12, section n,", "builds the part;",
-                                     "nb n: an earlier notebook"] + layout)
+    _legend(c, 0.25, height - 0.25, ["12 §n, 13 §n: the notebook and", "section that build the part;",
+                                     "nb n: an earlier notebook.", "Layers here:"] + layout)
     _fit(c, 13.4, height, 7.4 / 13.4)
     parts = ("LN(x + F(x)), the paper's post-norm: the LN follows the plus" if not norm_first else
              "x + F(LN(x)), pre-norm: the LN comes before each sublayer and the residual line is never normalised, "
