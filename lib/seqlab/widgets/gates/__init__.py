@@ -18,7 +18,7 @@ Three parts, as for every course widget, one module each:
   the picture.
 
     models = {"LSTM": load_pretrained("charlm-lstm")[0], "GRU": load_pretrained("charlm-gru")[0]}
-    GateExplorer(models, char_lm_data().vocab, "In 2010, she moved to Paris.", units=(117, 132), watch=125)
+    GateExplorer(models, char_lm_data().vocab, "Yet hold I off. Women are angels, wooing:", units=(117, 132), watch=125)
 
 The GRU's ``z`` is torch's update gate: :math:`h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}`, so
 ``z`` near 1 *keeps* the old state (the lectures' :math:`z_t` is torch's :math:`1 - z_t`; see
