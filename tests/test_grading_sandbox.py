@@ -244,3 +244,18 @@ def test_children_running_at_once_get_user_ids_of_their_own():
         assert first != second and {first, second} <= set(range(sandbox.SANDBOX_UID, sandbox.SANDBOX_UID + sandbox.SLOTS))
     with sandbox.lease_uid(0) as again:
         assert again == first, "a released id is free again"
+
+
+def test_a_scratch_folder_that_holds_the_course_has_its_other_folders_hidden(tmp_path, monkeypatch):
+    """A checkout under /tmp: /tmp cannot be replaced, so every other folder in it is hidden (an earlier run's
+    instructor folder among them), down through the checkout's ancestors; the checkout itself stays."""
+    checkout = tmp_path / "runs" / "clone"
+    for folder in (checkout / "lib", checkout / ".venv", tmp_path / "runs" / "old-instructor",
+                   tmp_path / "pytest-of-root" / "instructor0", tmp_path / "other"):
+        folder.mkdir(parents=True)
+    (tmp_path / "loose-file").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "other")
+    monkeypatch.setattr(sandbox, "_needed_paths", lambda: [checkout / "lib", checkout / ".venv"])
+    monkeypatch.setattr(sandbox, "read_only_paths", lambda: [checkout, Path.home()])
+    assert sandbox._around_the_course(tmp_path) == [tmp_path / "other", tmp_path / "pytest-of-root",
+                                                    tmp_path / "runs" / "old-instructor"]

@@ -125,11 +125,35 @@ def _coverable(path: Path) -> bool:
     return path.is_dir() and not any(p == path or path in p.parents for p in _needed_paths())
 
 
+def _around_the_course(folder: Path) -> list[Path]:
+    """The folders inside ``folder`` to hide when ``folder`` itself cannot be (it holds the course or Python):
+    every subfolder but those that hold them, descending into their ancestors. A checkout under /tmp thus keeps
+    the rest of /tmp (other graders' instructor folders, earlier test runs) out of the child's sight; the files
+    directly in ``folder`` stay visible."""
+    keep = [*_needed_paths(), *read_only_paths()[:1]]          # Python, seqlab, and the checkout as a whole
+    found = []
+    for child in sorted(folder.iterdir()):
+        if child.is_symlink() or not child.is_dir():
+            continue
+        if any(child == p for p in keep):
+            continue
+        if any(child in p.parents for p in keep):
+            found += _around_the_course(child)
+        else:
+            found.append(child)
+    return found
+
+
 def mount_plan(hide: list[Path], mode: str) -> list[str]:
     """The wrapper's arguments: folders to hide (``hide:``), scratch folders to replace by an empty private
-    tmpfs (``tmp:``) and, without a user id of its own, folders to make read-only (``ro:``)."""
+    tmpfs (``tmp:``) and, without a user id of its own, folders to make read-only (``ro:``). A scratch folder
+    that holds the course (a checkout under /tmp) cannot be replaced: its other folders are hidden instead."""
     plan = [f"hide:{p}" for p in dict.fromkeys(Path(h).resolve() for h in hide) if _coverable(p)]
-    plan += [f"tmp:{p}" for p in (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")) if _coverable(p)]
+    for scratch in (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")):
+        if _coverable(scratch):
+            plan.append(f"tmp:{scratch}")
+        elif scratch.is_dir():
+            plan += [f"hide:{p}" for p in _around_the_course(scratch.resolve()) if f"hide:{p}" not in plan]
     if mode == "user-namespace":
         plan += [f"ro:{p}" for p in read_only_paths()]
     return plan
