@@ -329,6 +329,16 @@ ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (
 # Which inputs does a trained model's loss depend on?
 # --------------------------------------------------------------------------------------------
 
+def _check_inputs_and_targets(x: Tensor, y: Tensor) -> None:
+    """``x`` and ``y``: ids of shape ``(B, T)``, dtype torch.long, the same shape; else a ValueError naming them."""
+    for name, t in (("x", x), ("y", y)):
+        if not isinstance(t, Tensor) or t.dim() != 2 or t.dtype != torch.long:
+            got = f"{t.dtype} tensor of shape {_shape(t)}" if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{name} should be ids of shape (B, T) and dtype torch.long, got {got}")
+    if x.shape != y.shape:
+        raise ValueError(f"x and y should have the same shape (B, T), got {_shape(x)} and {_shape(y)}")
+
+
 def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """How strongly the loss at the last step depends on each earlier input, for a char model.
 
@@ -339,12 +349,7 @@ def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
     embedded input ``k`` steps before the end (k = 0: the last character read), averaged over
     the batch.
     """
-    for name, t in (("x", x), ("y", y)):
-        if not isinstance(t, Tensor) or t.dim() != 2 or t.dtype != torch.long:
-            got = f"{t.dtype} tensor of shape {_shape(t)}" if isinstance(t, Tensor) else type(t).__name__
-            raise ValueError(f"{name} should be ids of shape (B, T) and dtype torch.long, got {got}")
-    if x.shape != y.shape:
-        raise ValueError(f"x and y should have the same shape (B, T), got {_shape(x)} and {_shape(y)}")
+    _check_inputs_and_targets(x, y)
     with evaluating(model), torch.enable_grad():
         e = model.embed(x).detach().requires_grad_()              # (B, T, E)
         output, _ = model.rnn(e)                                  # (B, T, H)
@@ -366,12 +371,7 @@ def memory_gradient_norms(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tenso
     from seqlab.nn.lstm import lstm_step
     from seqlab.nn.rnn import rnn_step
 
-    for name, t in (("x", x), ("y", y)):
-        if not isinstance(t, Tensor) or t.dim() != 2 or t.dtype != torch.long:
-            got = f"{t.dtype} tensor of shape {_shape(t)}" if isinstance(t, Tensor) else type(t).__name__
-            raise ValueError(f"{name} should be ids of shape (B, T) and dtype torch.long, got {got}")
-    if x.shape != y.shape:
-        raise ValueError(f"x and y should have the same shape (B, T), got {_shape(x)} and {_shape(y)}")
+    _check_inputs_and_targets(x, y)
     rnn = model.rnn
     steps = {"LSTM": (lstm_step, 2), "RNN_TANH": (rnn_step, 1)}
     if getattr(rnn, "mode", None) not in steps or rnn.num_layers != 1 or rnn.bidirectional:
