@@ -157,16 +157,34 @@ def ensure_browser() -> None:
     if not (apt_get and hasattr(os, "geteuid") and os.geteuid() == 0):
         log(f"note: no Chromium, so the browser tests (tests/browser) will be skipped; to run them: {BROWSER_INSTALL_HINT}")
         return
+    apt_install(apt_get, BROWSER_DEBIAN_PACKAGES, "Chromium for the browser tests")
+    if not find_chromium():
+        log(f"note: could not install Chromium, so the browser tests will be skipped (or fail under "
+            f"SEQLAB_REQUIRE_BROWSER=1); install it with: {BROWSER_INSTALL_HINT}")
+
+
+def apt_install(apt_get: str, packages: list[str] | tuple[str, ...], what: str) -> None:
+    """``apt-get install`` (as root), updating the package lists and trying again if the first try fails."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [apt_get, "install", "-y", "-q", *BROWSER_DEBIAN_PACKAGES]
-    log("installing Chromium for the browser tests: " + " ".join(install))
+    install = [apt_get, "install", "-y", "-q", *packages]
+    log(f"installing {what}: " + " ".join(install))
     if subprocess.run(install, env=env, stdout=subprocess.DEVNULL).returncode != 0:
         log("apt-get install failed; updating the package lists and trying again")
         subprocess.run([apt_get, "update", "-q"], env=env, stdout=subprocess.DEVNULL)
         subprocess.run(install, env=env, stdout=subprocess.DEVNULL)
-    if not find_chromium():
-        log(f"note: could not install Chromium, so the browser tests will be skipped (or fail under "
-            f"SEQLAB_REQUIRE_BROWSER=1); install it with: {BROWSER_INSTALL_HINT}")
+
+
+def ensure_sandbox() -> None:
+    """bubblewrap, the grader's sandbox (seqlab.grading.sandbox): installed with apt-get when running as root
+    on Linux, else a hint. Without it the grader refuses to grade (unless told to use resource limits only)."""
+    if sys.platform != "linux" or shutil.which("bwrap"):
+        return
+    apt_get = shutil.which("apt-get")
+    if apt_get and os.geteuid() == 0:
+        apt_install(apt_get, ["bubblewrap"], "bubblewrap, the grader's sandbox")
+    if not shutil.which("bwrap"):
+        log("note: no bubblewrap (bwrap), so the grader has no sandbox here; install it with: "
+            "sudo apt-get install bubblewrap")
 
 
 def npm_packages() -> Path | None:
@@ -270,6 +288,7 @@ def cmd_test(args: list[str]) -> int:
     profiles, args = split_profiles(args)
     if profiles is None:
         ensure_browser()
+        ensure_sandbox()
         npm_packages()
         return run_pytest(py, args, dict(os.environ))
     paths = [a for a in args if not a.startswith("-")] or ["notebooks/"]
@@ -509,23 +528,24 @@ def cmd_release(args: list[str]) -> int:
 
 def cmd_grade(args: list[str]) -> int:
     """Grade a class's notebooks in a sandbox: ``python3 course.py grade SUBMISSIONS --notebook NN ...``
-    (``python -m seqlab.grading grade --help``)."""
-    return subprocess.run([str(setup()), "-m", "seqlab.grading", "grade", *args], cwd=ROOT).returncode
+    (``python -m seqlab.grading grade --help``). Paths are read from the folder you run it in."""
+    ensure_sandbox()
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "grade", *args]).returncode
 
 
 def cmd_selfcheck(args: list[str]) -> int:
     """A student's check before handing in: ``python3 course.py selfcheck work/04-lstm.ipynb``."""
-    return subprocess.run([str(setup()), "-m", "seqlab.grading", "selfcheck", *args], cwd=ROOT).returncode
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "selfcheck", *args]).returncode
 
 
 def cmd_gradebook(args: list[str]) -> int:
     """The semester's gradebook and LMS files: ``python3 course.py gradebook grades/ --canvas export.csv``."""
-    return subprocess.run([str(setup()), "-m", "seqlab.grading", "gradebook", *args], cwd=ROOT).returncode
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "gradebook", *args]).returncode
 
 
 def cmd_schedule(args: list[str]) -> int:
     """A semester plan and instructor notes: ``python3 course.py schedule --start 2027-01-11 --weeks 14``."""
-    return subprocess.run([str(setup()), "-m", "seqlab.grading", "schedule", *args], cwd=ROOT).returncode
+    return subprocess.run([str(setup()), "-m", "seqlab.grading", "schedule", *args]).returncode
 
 
 def cmd_site(args: list[str]) -> int:

@@ -210,19 +210,19 @@ def test_the_gradebook_has_nbgraders_columns_and_is_safe_to_open(graded):
 
 def test_feedback_quotes_the_checker_and_the_class_report_counts_mistakes(graded):
     folder, _ = graded
-    cy = (folder / "feedback" / "cy.md").read_text()
+    cy = (folder / "feedback" / f"{cli.record_name('cy')}.md").read_text()
     assert "mean negative log-likelihood" in cy and "exponentiate it" in cy
-    assert "<h1>" in (folder / "feedback" / "cy.html").read_text()
+    assert "<h1>" in (folder / "feedback" / f"{cli.record_name('cy')}.html").read_text()
     report = (folder / "class-report.md").read_text()
     assert "## perplexity" in report and "(1 of 3)" in report and "exponentiate it" in report
 
 
 def test_grading_resumes_and_regrades_one_student(graded, capsys):
     folder, args = graded
-    before = (folder / "records" / "ada.json").stat().st_mtime_ns
+    before = (folder / "records" / f"{cli.record_name('ada')}.json").stat().st_mtime_ns
     assert cli.main(["grade", *args]) == 0
     assert "0 to grade" in capsys.readouterr().err
-    assert (folder / "records" / "ada.json").stat().st_mtime_ns == before
+    assert (folder / "records" / f"{cli.record_name('ada')}.json").stat().st_mtime_ns == before
     assert cli.main(["grade", *args, "--student", "cy"]) == 0
     assert "1 to grade" in capsys.readouterr().err
 
@@ -359,3 +359,36 @@ def test_a_comparison_that_raises_fails_the_answer_not_the_batch(monkeypatch):
     outcome = grader.grade_exercise(key, "perplexity", with_answers("01-why-sequences", {"perplexity": answer}),
                                     limits=sandbox.Limits())
     assert outcome.status == "failed" and outcome.score == 0 and all(c["hint"] for c in outcome.cases)
+
+
+def test_one_odd_file_never_sinks_the_batch_and_every_student_keeps_their_own_record(tmp_path, capsys):
+    """A 5,000-digit number in the JSON, metadata that is not a dict, an answer of 1,000 '+' terms, two
+    students whose names a file system would fold together: each is graded (or read as unreadable) on its
+    own row, and nobody's record, feedback or grade lands on another's."""
+    subs = tmp_path / "submissions"
+    (subs / "sub").mkdir(parents=True)
+    good = perfect("01-why-sequences")
+    (subs / "bigint.ipynb").write_text(json.dumps(good)[:-1] + ', "huge": ' + "7" * 5000 + "}")
+    odd = json.loads(json.dumps(good))
+    for cell in odd["cells"]:
+        if cell["cell_type"] == "code":
+            cell["metadata"]["seqlab"] = "oops"
+    (subs / "oops.ipynb").write_text(json.dumps(odd))
+    plus = "def perplexity(probs):\n    return " + " + ".join(["1"] * 1000) + '\ncheck("perplexity", perplexity)\n'
+    (subs / "plus.ipynb").write_bytes(as_bytes(with_answers("01-why-sequences", {"perplexity": plus})))
+    for name in ("王伟", "李娜", "sub_zed"):
+        (subs / f"{name}.ipynb").write_bytes(as_bytes(good))
+    (subs / "sub" / "zed.ipynb").write_bytes(as_bytes(student_release("01-why-sequences")))
+    out = tmp_path / "grades"
+    assert cli.main(["grade", str(subs), "--notebook", "01", "--out", str(out), "--jobs", "2"]) == 0
+    folder = out / "01-why-sequences"
+    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((folder / "gradebook.csv").read_text()))}
+    assert set(rows) == {"bigint", "oops", "plus", "王伟", "李娜", "sub_zed", "sub/zed"}
+    assert rows["bigint"]["status"] == "unreadable"
+    assert rows["oops"]["status"] == "graded" and float(rows["oops"]["score"]) == 4.0
+    assert rows["plus"]["perplexity:status"] == "not found" and rows["plus"]["status"] == "graded"
+    assert float(rows["王伟"]["score"]) == float(rows["李娜"]["score"]) == float(rows["sub_zed"]["score"]) == 4.0
+    assert float(rows["sub/zed"]["score"]) == 0.0
+    records = [json.loads(p.read_text()) for p in (folder / "records").glob("*.json")]
+    assert sorted(r["student"] for r in records) == sorted(rows)
+    assert len(list((folder / "feedback").glob("*.md"))) == len(rows)

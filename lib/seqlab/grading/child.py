@@ -1,9 +1,10 @@
-"""The grader's child: runs one student's answer to one exercise and reports what it returned. No verdicts.
+"""The answer's process: runs one student's answer to one exercise and reports what it returned. No verdicts.
 
-``python -m seqlab.grading.child`` reads a job from stdin (pickled by the trusted parent: the exercise, the
-student's import lines and answer cells, the expression that is the student's function, and any hidden
-cases' arguments), runs the answer, calls the function on every case's arguments, and writes one JSON line
-per event to the result channel (its original stdout). The student's prints go nowhere. Everything here can
+:func:`run_job` is called in a fresh process forked by the sandbox's worker (:mod:`seqlab.grading.worker`),
+after its limits are set and its privileges dropped. The job (from the trusted grader: the exercise, the
+student's import lines and answer cells, the expression that is the student's function, and either nothing,
+meaning the exercise's public cases, or the hidden cases' arguments under ``"hidden"``) is run: the answer,
+then the function on every case's arguments, with one JSON line per event on the result channel (stdout). The student's prints go nowhere. Everything here can
 be patched by the student's code, which is why this process only *reports*: the parent decodes the values
 (:mod:`seqlab.grading.codec`) and judges them with the exercise's own rule.
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import pickle
 import sys
 
 
@@ -39,8 +39,7 @@ def _describe(err: BaseException) -> str:
     return text if len(text) <= 300 else text[:296] + " ..."
 
 
-def main() -> None:
-    job = pickle.load(sys.stdin.buffer)                       # from the parent, which is trusted
+def run_job(job: dict) -> None:
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")     # the result channel: the original stdout
     blank = os.open(os.devnull, os.O_WRONLY)
     os.dup2(blank, 1)                                         # C-level prints, too, go nowhere
@@ -55,13 +54,11 @@ def main() -> None:
 
     from seqlab.exercises import EXERCISES
     from seqlab.grading.codec import Unreadable, encode
-    from seqlab.grading.sandbox import apply_limits
-
-    if "limits" in job:
-        apply_limits(job["limits"])                           # before any student code runs
 
     exercise = EXERCISES[job["exercise"]]
-    cases = [case.args for case in exercise.cases] + list(job.get("hidden", []))
+    hidden = job.pop("hidden", None)
+    cases = [case.args for case in exercise.cases] if hidden is None else list(hidden)
+    del hidden
     send({"event": "ready", "cases": len(cases)})
     torch.manual_seed(0)
     namespace: dict = {"__name__": "__main__", "check": lambda *args, **kwargs: None}
@@ -98,6 +95,3 @@ def main() -> None:
             send({"event": "case", "i": i, "status": "unreadable", "error": str(err)[:300]})
     send({"event": "done"})
 
-
-if __name__ == "__main__":
-    main()

@@ -77,8 +77,12 @@ def key_fingerprint(points: dict[str, float], instructor: Path | None, predictio
     return digest.hexdigest()[:16]
 
 
-def _safe_name(student: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", student)[:100] or "_"
+def record_name(student: str) -> str:
+    """A file name for one student's record and feedback, unique per exact student id: the id made safe for
+    a file system, plus a short hash of the id itself (``王伟`` and ``李娜``, or ``sub/zed`` and ``sub_zed``,
+    must never share a file)."""
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', student)[:80] or '_'}-{digest}"
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -96,62 +100,93 @@ def grade_command(args: argparse.Namespace) -> int:
     (out / "records").mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(exist_ok=True)
     mode = sandbox.isolation_mode()
-    if mode != "namespaces+uid":
+    if mode == "rlimits-only" and not args.allow_weak_isolation:
+        print("grade: this machine offers no sandbox (bubblewrap with namespaces); student code would run with "
+              "resource limits only, able to read your files and other students'. Install bubblewrap (Debian: "
+              "apt-get install bubblewrap) or grade in a container; --allow-weak-isolation grades anyway.",
+              file=sys.stderr)
+        return 2
+    try:
+        description = sandbox.preflight(mode)
+    except sandbox.GraderError as err:
+        print(f"grade: stopped before grading anyone, and no gradebook written: {err}", file=sys.stderr)
+        return 2
+    if mode != "bwrap+uid":
         print(f"WARNING: the grader runs student code in the weaker mode '{mode}' on this machine "
-              f"({'no user id of its own' if mode == 'user-namespace' else 'resource limits only: no network, file or process separation'}). "
-              "Run it as root on Linux for full isolation. The mode is written into the gradebook.", file=sys.stderr)
+              f"({description}). Grade as root, or inside a container, for the strongest. The mode is written "
+              "into the gradebook.", file=sys.stderr)
     if instructor is not None and instructor.stat().st_mode & 0o077:
-        print(f"WARNING: {instructor} is readable by other users; `chmod 700` it (the grader hides it from "
-              "students' code, but other accounts on this machine can read it).", file=sys.stderr)
+        print(f"WARNING: {instructor} is readable by other users; `chmod 700` it (student code never sees it, "
+              "but other accounts on this machine can read it).", file=sys.stderr)
     submissions = collect([Path(p) for p in args.submissions], args.pattern)
     if args.student:
         submissions = [s for s in submissions if s.student == args.student]
         if not submissions:
             raise SystemExit(f"grade: no submission from {args.student!r}")
-    key = grader.build_key(notebook.stem, points, instructor=instructor, predictions=args.predictions,
-                           private=[Path(p).resolve() for p in args.submissions] + [out])
+    key = grader.build_key(notebook.stem, points, instructor=instructor, predictions=args.predictions)
+    names: dict[str, str] = {}
+    for sub in submissions:
+        name = record_name(sub.student)
+        if names.setdefault(name, sub.student) != sub.student:
+            raise SystemExit(f"grade: students {names[name]!r} and {sub.student!r} would share the record {name}; "
+                             "rename one file")
     fingerprint = key_fingerprint(points, instructor, args.predictions)
     limits = sandbox.Limits(seconds=args.time_limit, memory=int(args.memory * 2**30))
     todo = []
     for sub in submissions:
-        path = out / "records" / f"{_safe_name(sub.student)}.json"
+        path = out / "records" / f"{record_name(sub.student)}.json"
         if path.exists() and not args.student:
             old = json.loads(path.read_text(encoding="utf-8"))
-            if old.get("sha256") == sub.sha256 and old.get("key") == fingerprint:
+            if old.get("sha256") == sub.sha256 and old.get("key") == fingerprint and old.get("status") != "grader-error":
                 continue                                   # graded before, same file, same key: resume
         todo.append((sub, path))
     print(f"grade: {notebook.stem}, {len(submissions)} submissions, {len(todo)} to grade, {len(points)} "
           f"exercises, isolation {mode}, {args.jobs} at a time", file=sys.stderr)
-    slots = list(range(args.jobs))
+    boxes: list[sandbox.Sandbox] = []
     lock = threading.Lock()
 
     def work(item: tuple[Submission, Path]) -> str:
         with lock:
-            slot = slots.pop()
+            box = boxes.pop() if boxes else sandbox.Sandbox(mode).__enter__()
         try:
-            record = grader.grade_submission(key, item[0], limits=limits, slot=slot, mode=mode)
+            record = grader.grade_submission(key, item[0], limits=limits, box=box)
+        except Exception as err:             # the grader's own failure on this submission: its row, never the batch
+            record = {"student": item[0].student, "source": item[0].source, "sha256": item[0].sha256,
+                      "notebook": notebook.stem, "isolation": mode, "late": item[0].late, "lms_id": item[0].lms_id,
+                      "problem": None, "flags": [f"grader error: {type(err).__name__}: {err}"[:400]],
+                      "exercises": {}, "status": "grader-error", "score": 0.0, "max_score": sum(points.values())}
         finally:
             with lock:
-                slots.append(slot)
+                boxes.append(box)
         record["key"] = fingerprint
         _write_json(item[1], record)
         return item[0].student
 
     progress = _progress(len(todo))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for _ in pool.map(work, todo):
-            progress()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for _ in pool.map(work, todo):
+                progress()
+    finally:
+        for box in boxes:
+            box.close()
     records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "records").glob("*.json"))]
     roster = reports.read_roster(Path(args.roster) if args.roster else None)
     reports.write_gradebook(out / "gradebook.csv", reports.gradebook_rows(records, list(points), roster, notebook.stem))
     for record in records:
         text = reports.feedback_markdown(record, list(points))
-        (out / "feedback" / f"{_safe_name(record['student'])}.md").write_text(text, encoding="utf-8")
-        (out / "feedback" / f"{_safe_name(record['student'])}.html").write_text(reports.feedback_html(text),
+        (out / "feedback" / f"{record_name(record['student'])}.md").write_text(text, encoding="utf-8")
+        (out / "feedback" / f"{record_name(record['student'])}.html").write_text(reports.feedback_html(text),
                                                                                  encoding="utf-8")
     (out / "class-report.md").write_text(reports.class_report(records, list(points)), encoding="utf-8")
     print(f"grade: wrote {out / 'gradebook.csv'}, {out / 'class-report.md'} and {len(records)} feedback files",
           file=sys.stderr)
+    failed = [r["student"] for r in records if r.get("status") == "grader-error"]
+    if failed:
+        print(f"grade: ERROR: the grader could not run {len(failed)} of {len(records)} submissions "
+              f"({', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}); their rows say grader-error, not a "
+              "score. Fix the cause and grade again (graded submissions are kept).", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -178,7 +213,13 @@ def selfcheck_command(args: argparse.Namespace) -> int:
     points = exercise_points(course, None)
     key = grader.build_key(course.stem, points)
     submission = Submission(path.stem, path.name, hashlib.sha256(raw).hexdigest(), notebook)
-    record = grader.grade_submission(key, submission, limits=sandbox.Limits(seconds=args.time_limit))
+    record = grader.grade_submission(key, submission, limits=sandbox.Limits(seconds=args.time_limit),
+                                     box=sandbox.shared_sandbox())
+    if record.get("status") == "grader-error":
+        print(reports.feedback_markdown(record, list(points)))
+        print("selfcheck: the grader itself failed on this machine (see above); this says nothing about your "
+              "answers", file=sys.stderr)
+        return 1
     print(reports.feedback_markdown(record, list(points)))
     print(f"(checked the way the grader checks it, on the public cases, isolation {record['isolation']}; "
           "the grader also runs hidden cases)")
@@ -214,7 +255,7 @@ def gradebook_command(args: argparse.Namespace) -> int:
         for folder in (grades / n for n in notebooks):
             for record_path in sorted((folder / "records").glob("*.json")):
                 record = json.loads(record_path.read_text(encoding="utf-8"))
-                target = out / "gradescope" / folder.name / _safe_name(record["student"]) / "results.json"
+                target = out / "gradescope" / folder.name / record_name(record["student"]) / "results.json"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(json.dumps(semester.gradescope_results(record), indent=1), encoding="utf-8")
         written.append("gradescope/")
@@ -259,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--student", help="regrade this student only")
     grade.add_argument("--predictions", default="completion", choices=["completion", "accuracy"])
     grade.add_argument("--time-limit", type=float, default=60.0, help="seconds per exercise (default 60)")
-    grade.add_argument("--memory", type=float, default=6.0, help="GiB of address space per child (default 6)")
+    grade.add_argument("--memory", type=float, default=6.0, help="GiB of memory per exercise (default 6)")
+    grade.add_argument("--allow-weak-isolation", action="store_true",
+                       help="grade even where no sandbox is available (resource limits only)")
     grade.set_defaults(run=grade_command)
     selfcheck = commands.add_parser("selfcheck", help="check your notebook the way the grader will")
     selfcheck.add_argument("notebook")

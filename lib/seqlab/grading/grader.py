@@ -66,7 +66,7 @@ def forbidden_calls(name: str, sources: list[str]) -> list[str]:
     for source in sources:
         try:
             tree = ast.parse(source)
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -108,7 +108,6 @@ class Key:
     cases: dict[str, list[KeyCase]]
     measurements: dict[str, tuple] = field(default_factory=dict)    # exercise -> () or (the measurement,)
     predictions: str = "completion"                                 # or "accuracy"
-    private: list[Path] = field(default_factory=list)              # folders the child must not see
 
     def exercise(self, name: str) -> Exercise:
         return EXERCISES[name]
@@ -133,14 +132,13 @@ def load_measurements(instructor: Path | None) -> dict[str, Any]:
 
 
 def build_key(notebook: str, exercises: dict[str, float], *, instructor: Path | None = None,
-              predictions: str = "completion", private: list[Path] | None = None) -> Key:
+              predictions: str = "completion") -> Key:
     """The key for ``notebook`` (its stem, e.g. ``04-lstm``): ``exercises`` maps each name to its points."""
     if predictions not in ("completion", "accuracy"):
         raise ValueError(f"predictions are graded for 'completion' or 'accuracy', not {predictions!r}")
     hidden = load_hidden_cases(instructor)
     measured = load_measurements(instructor)
-    key = Key(notebook, dict(exercises), {}, predictions=predictions,
-              private=[*(private or []), *([instructor] if instructor else [])])
+    key = Key(notebook, dict(exercises), {}, predictions=predictions)
     for name in exercises:
         ex = EXERCISES[name]
         if ex.is_prediction and predictions == "completion":
@@ -203,12 +201,47 @@ def _case_rows(key: Key, name: str, run: sandbox.ChildRun) -> tuple[list[dict], 
             events["done"] = True
         elif kind == "case" and isinstance(message.get("i"), int) and message["i"] not in rows:
             rows[message["i"]] = message                          # the first report of a case counts
-    return [rows.get(i, {"status": "no result"}) for i in range(len(key.cases[name]))], events
+    public = sum(not kc.hidden for kc in key.cases[name])
+    return [rows.get(i, {"status": "no result"}) for i in range(public)], events
 
 
-def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limits, slot: int = 0,
-                   mode: str | None = None) -> ExerciseResult:
-    """Run one exercise of one notebook in a sandboxed child and judge it case by case."""
+def _job(name: str, plan) -> dict:
+    return {"exercise": name, "imports": list(plan.imports), "cells": list(plan.cells), "target": plan.target}
+
+
+def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> list[bool]:
+    """Pass or fail per hidden case, and nothing else: no error text, no value, no status beyond that."""
+    hidden = [kc for kc in key.cases[name] if kc.hidden]
+    if run.grader_error:
+        raise sandbox.GraderError(run.grader_error)
+    rows: dict[int, dict] = {}
+    for raw in run.lines:
+        try:
+            message = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(message, dict) and message.get("event") == "case" and isinstance(message.get("i"), int):
+            rows.setdefault(message["i"], message)
+    if not any(b'"event": "ready"' in line for line in run.lines[:1]):
+        raise sandbox.GraderError("the hidden cases' process did not start")
+    passed = []
+    for i, kc in enumerate(hidden):
+        row = rows.get(i, {})
+        ok = False
+        if row.get("status") == "returned":
+            try:
+                got = codec.decode(row.get("value"))
+                ok = got is not None and judge(ex, key.measurements.get(name, ()), kc.case, got, kc.expected).passed
+            except Exception:           # an answer the comparison chokes on fails the case, never the batch
+                ok = False
+        passed.append(bool(ok))
+    return passed
+
+
+def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limits,
+                   box: sandbox.Sandbox | None = None, mode: str | None = None) -> ExerciseResult:
+    """Run one exercise of one notebook in the sandbox and judge it case by case: the public cases in one
+    process, the hidden ones (if any) in another of the hidden cases' own worker."""
     ex, points = EXERCISES[name], key.points[name]
     result = ExerciseResult(name, points)
     plan = answer_plan(notebook, name)
@@ -220,19 +253,18 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
     if found:
         result.flags.append(f"uses {', '.join(found)}")
     key_cases = key.cases[name]
-    job = {"exercise": name, "imports": list(plan.imports), "cells": list(plan.cells), "target": plan.target,
-           "hidden": [kc.case.args for kc in key_cases if kc.hidden]}
     completion = graded_for_completion(key, name)
-    if completion:
-        job["hidden"] = []
-    run = sandbox.run_child(job, limits, hide=key.private, slot=slot, mode=mode)
+    run = sandbox.run_child(_job(name, plan), limits, mode=mode, sandbox=box)
     result.seconds = round(run.seconds, 2)
+    if run.grader_error or not any(b'"event": "ready"' in line for line in run.lines[:1]):
+        return _grader_error(result, run.grader_error or _setup_failure(run))
     rows, events = _case_rows(key, name, run)
     if completion:
         return _judge_completion(result, rows[0], events, run)
     passed = 0.0
-    for row, kc in zip(rows, key_cases):
-        row_out = {"hidden": kc.hidden, "what": None if kc.hidden else kc.case.what}
+    public = [kc for kc in key_cases if not kc.hidden]
+    for row, kc in zip(rows, public):
+        row_out = {"hidden": False, "what": kc.case.what}
         status = row.get("status")
         if status == "returned":
             try:
@@ -251,7 +283,7 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
                 row_out.update(status="passed" if verdict.passed else "failed", hint=verdict.hint,
                                diagnosed=verdict.diagnosed)
                 passed += verdict.passed
-                if not verdict.passed and not kc.hidden:
+                if not verdict.passed:
                     row_out["got"] = _short(got)
                     row_out["expected"] = _short(kc.expected)
         elif status == "raised":
@@ -260,9 +292,18 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
             row_out.update(status=status.replace("_", " "), detail=str(row.get("error", ""))[:300])
         else:
             row_out.update(status="timed out" if run.timed_out else "crashed")
-        if kc.hidden and "detail" in row_out:          # a hidden case's error text may quote its inputs
-            row_out["detail"] = row_out["detail"].split(":", 1)[0]
         result.cases.append(row_out)
+    hidden_count = len(key_cases) - len(public)
+    if hidden_count:
+        hidden_run = sandbox.run_child({**_job(name, plan), "hidden": [kc.case.args for kc in key_cases if kc.hidden]},
+                                       limits, mode=mode, sandbox=box, hidden=True)
+        try:
+            verdicts = _hidden_rows(key, name, hidden_run, ex)
+        except sandbox.GraderError as err:
+            return _grader_error(result, f"hidden cases: {err}")
+        for ok in verdicts:
+            result.cases.append({"hidden": True, "what": None, "status": "passed" if ok else "failed"})
+            passed += ok
     result.score = round(points * passed / len(key_cases), 4)
     result.status = _exercise_status(result, events, run)
     public_ok = all(c["status"] == "passed" for c in result.cases if not c["hidden"])
@@ -279,6 +320,25 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
         result.message = (result.message + " " if result.message else "") + (
             f"The grader runs only this exercise's answer cell and the notebook's imports: define "
             f"{', '.join(missing)} in the answer cell.")
+    return result
+
+
+def _setup_failure(run: sandbox.ChildRun) -> str:
+    for raw in run.lines[:2]:
+        try:
+            message = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(message, dict) and message.get("event") == "setup_failed":
+            return f"the exercise's process could not be set up: {str(message.get('error'))[:300]}"
+    return f"the exercise's process ended before running the answer (exit {run.returncode})"
+
+
+def _grader_error(result: ExerciseResult, why: str) -> ExerciseResult:
+    """The grader could not run the answer: never the student's zero (the row says grader-error)."""
+    result.status, result.score, result.cases = "grader-error", 0.0, []
+    result.message = f"not graded: the grader failed ({why}); an instructor must regrade this"
+    result.flags.append("grader error")
     return result
 
 
@@ -322,6 +382,8 @@ def _exercise_message(result: ExerciseResult, events: dict, run: sandbox.ChildRu
         return "the answer sent more output than the grader reads; it was stopped"
     if run.timed_out:
         return f"stopped after the time limit ({run.seconds:.0f} s)"
+    if run.memory_exceeded:
+        return "the answer used more memory than the grader allows; it was stopped"
     if not events["ready"] and not result.cases:
         return "the grader's child did not start"
     if not events["done"] and any(c["status"] == "crashed" for c in result.cases):
@@ -331,24 +393,32 @@ def _exercise_message(result: ExerciseResult, events: dict, run: sandbox.ChildRu
     return ""
 
 
-def grade_submission(key: Key, submission: Submission, *, limits: sandbox.Limits | None = None, slot: int = 0,
-                     mode: str | None = None, progress: Callable[[str], None] | None = None) -> dict:
-    """Grade every exercise of ``key`` in one submission; a JSON-able record (what the gradebook reads)."""
+def grade_submission(key: Key, submission: Submission, *, limits: sandbox.Limits | None = None,
+                     box: sandbox.Sandbox | None = None, mode: str | None = None,
+                     progress: Callable[[str], None] | None = None) -> dict:
+    """Grade every exercise of ``key`` in one submission; a JSON-able record (what the gradebook reads).
+    ``status`` is ``graded``, or ``grader-error`` when any exercise could not be run (never a silent zero)."""
     limits = limits or sandbox.Limits()
-    mode = mode or sandbox.isolation_mode()
+    mode = box.mode if box is not None else (mode or sandbox.isolation_mode())
     start = time.monotonic()
     record = {"student": submission.student, "source": submission.source, "sha256": submission.sha256,
-              "notebook": key.notebook, "isolation": mode, "late": submission.late, "lms_id": submission.lms_id,
-              "problem": submission.problem, "flags": [], "exercises": {}}
+              "notebook": key.notebook, "isolation": (box or sandbox.shared_sandbox(mode)).describe(limits),
+              "late": submission.late, "lms_id": submission.lms_id, "problem": submission.problem, "flags": [],
+              "exercises": {}, "status": "graded"}
     if submission.extra.get("replaced"):
         record["flags"].append(f"several files; graded {submission.source}")
     for name in key.points:
         if submission.notebook is None:
             outcome = ExerciseResult(name, key.points[name], status="not graded", message=submission.problem or "")
         else:
-            outcome = grade_exercise(key, name, submission.notebook, limits=limits, slot=slot, mode=mode)
+            try:
+                outcome = grade_exercise(key, name, submission.notebook, limits=limits, box=box, mode=mode)
+            except Exception as err:     # the grader's own failure on this submission: its row, not the batch
+                outcome = _grader_error(ExerciseResult(name, key.points[name]), f"{type(err).__name__}: {err}"[:300])
         record["exercises"][name] = outcome.to_json()
         record["flags"] += [f"{name}: {flag}" for flag in outcome.flags]
+        if outcome.status == "grader-error":
+            record["status"] = "grader-error"
         if progress:
             progress(name)
     if submission.problem:

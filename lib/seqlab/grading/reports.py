@@ -59,7 +59,8 @@ def gradebook_rows(records: list[dict], exercises: list[str], roster: dict[str, 
     students = sorted(set(by_student) | set(roster))
     for student in students:
         person, record = roster.get(student, {}), by_student.get(student)
-        status = ("missing" if record is None else "unreadable" if record.get("problem")
+        status = ("missing" if record is None else "grader-error" if record.get("status") == "grader-error"
+                  else "unreadable" if record.get("problem")
                   else "graded" if not roster or student in roster else "not on the roster")
         score = record["score"] if record else 0
         max_score = record["max_score"] if record else ""

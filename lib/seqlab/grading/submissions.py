@@ -69,7 +69,7 @@ def parse_notebook(raw: bytes) -> dict:
                             f"{MAX_NOTEBOOK_BYTES // 2**20} MB (clear large outputs and save again)")
     try:
         nb = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as err:   # ValueError: a 5,000-digit int too
         raise BadSubmission(f"not a notebook: the file is not valid JSON ({type(err).__name__})") from None
     if not isinstance(nb, dict) or "cells" not in nb and "worksheets" not in nb:
         raise BadSubmission("not a notebook: no cells")
@@ -89,6 +89,10 @@ def parse_notebook(raw: bytes) -> dict:
             raise BadSubmission("not a notebook: a cell's source is not text")
         if not isinstance(cell.get("metadata", {}), dict):
             cell["metadata"] = {}
+        if not isinstance(cell["metadata"].get("seqlab", {}), dict):
+            del cell["metadata"]["seqlab"]                     # the release writes a dict; anything else is noise
+        if not isinstance(cell.get("cell_type", ""), str):
+            raise BadSubmission("not a notebook: a cell's type is not text")
     return nb
 
 
@@ -98,6 +102,8 @@ def _submission(student: str, source: str, raw: bytes, late: bool = False, lms_i
         sub.notebook = parse_notebook(raw)
     except BadSubmission as err:
         sub.problem = str(err)
+    except Exception as err:                  # whatever else a file can do to a parser: this file's problem only
+        sub.problem = f"not a notebook this grader can read ({type(err).__name__})"
     return sub
 
 
@@ -290,13 +296,18 @@ def answer_plan(notebook: dict, exercise: str) -> AnswerPlan:
                 chosen.add(i)
                 break
     imports = []
-    for i in range(index + 1):
-        if parsed[i][0] is not None:
-            imports += [ast.unparse(s) for s in parsed[i][0].body if isinstance(s, (ast.Import, ast.ImportFrom))]
     run = []
-    for i in sorted(chosen):
-        module = parsed[i][0]
-        kept = [s for s in module.body if not _calls_check(s)]      # the grader, not check(), judges
-        run.append(ast.unparse(ast.Module(body=kept, type_ignores=[])))
-        notes += parsed[i][1]
-    return AnswerPlan(exercise, tuple(dict.fromkeys(imports)), tuple(run), ast.unparse(target), notes=tuple(notes))
+    try:
+        for i in range(index + 1):
+            if parsed[i][0] is not None:
+                imports += [ast.unparse(s) for s in parsed[i][0].body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        for i in sorted(chosen):
+            module = parsed[i][0]
+            kept = [s for s in module.body if not _calls_check(s)]      # the grader, not check(), judges
+            run.append(ast.unparse(ast.Module(body=kept, type_ignores=[])))
+            notes += parsed[i][1]
+        target_text = ast.unparse(target)
+    except (RecursionError, ValueError, MemoryError) as err:
+        return AnswerPlan(exercise, problem=f"the answer cell cannot be read back ({type(err).__name__}: an "
+                                            "expression nested too deeply); simplify it and hand in again")
+    return AnswerPlan(exercise, tuple(dict.fromkeys(imports)), tuple(run), target_text, notes=tuple(notes))
