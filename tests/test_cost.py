@@ -318,3 +318,25 @@ def test_the_band_figure_draws_the_kept_weights_and_the_band_they_stand_for():
         cost_module.band_figure(torch.ones(9, 9), 2)
     with pytest.raises(ValueError, match="9 positions, got 3 tokens"):
         cost_module.band_figure(weights, 2, ["a", "b", "c"])
+
+
+def test_the_band_figure_shows_where_a_band_differs_from_full_attention():
+    import matplotlib.pyplot as plt
+
+    from seqlab.nn.attention import attend, sliding_window_attend
+    from seqlab.nn.masks import band_mask
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(9, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    _, weights = sliding_window_attend(q, k, v, 2)
+    _, full = attend(q, k, v, band_mask(9, 2))
+    fig, alt = cost_module.band_figure(weights, 2, reference=full)
+    assert len(fig.axes) == 4 and "Three heat maps" in alt and "white everywhere" in alt      # 3 maps + a colour bar
+    assert abs(fig.axes[2].get_images()[0].get_array()).max() < 1e-12
+    plt.close(fig)
+    _, sharper = sliding_window_attend(2 * q, k, v, 2)
+    fig, alt = cost_module.band_figure(sharper, 2, reference=full)
+    assert "they differ by up to" in alt and abs(fig.axes[2].get_images()[0].get_array()).max() > 0.05
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"full \(n, n\) = \(9, 9\) weights, got \(9, 5\)"):
+        cost_module.band_figure(weights, 2, reference=weights)

@@ -157,3 +157,13 @@ def _by_position(sign=-1, raw=False, probability=False, reduce="mean0", shift=0)
 ])
 def test_loss_by_position_hints(wrong, hint):
     assert hint in failure_message("loss_by_position", wrong)
+
+
+def test_the_watched_slips_are_caught_with_their_diagnosis():
+    from seqlab.exercises.nb15_kv_cache import STEP_MISTAKES
+
+    hints = {"attend, then append": "append k_new and v_new *before* attending",
+             "not returned grown": "still has the"}
+    for label, step in STEP_MISTAKES.items():
+        (key,) = [k for k in hints if k in label]
+        assert hints[key] in failure_message("cached_attention_step", step), label

@@ -195,3 +195,12 @@ def test_the_attention_mask_is_what_the_encoder_does_with_padding():
         expected = model(ids, (ids != 0).long())
     real = ids != 0
     assert torch.allclose(x[real], expected[real], atol=1e-6)
+
+
+def test_the_watched_mask_slips_are_caught_with_their_diagnosis():
+    from seqlab.exercises.nb16_bert import MASK_MISTAKES
+
+    hints = {"queries": "you blocked the padding queries (rows)", "causal": "BERT's attention is not causal"}
+    for label, mask in MASK_MISTAKES.items():
+        (key,) = [k for k in hints if k in label]
+        assert hints[key] in failure_message("bert_attention_mask", mask), label

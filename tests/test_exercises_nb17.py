@@ -146,3 +146,12 @@ def test_the_watch_cells_queries_and_keys_are_the_trained_heads_own():
         gpt_head_qkv(text, head=4)
     with pytest.raises(ValueError, match="1 to 64 characters, got 65"):
         gpt_head_qkv("x" * 65)
+
+
+def test_the_watched_band_slips_are_caught_with_their_diagnosis():
+    from seqlab.exercises.nb17_cost import BAND_MISTAKES
+
+    hints = {"sqrt": "scale the dot products by 1 / sqrt(d_k)", "off the ends": "must get -inf"}
+    for label, band in BAND_MISTAKES.items():
+        (key,) = [k for k in hints if k in label]
+        assert hints[key] in failure_message("band_scores", band), label

@@ -486,9 +486,12 @@ def loglog_plot(xs: Sequence[float], series: Mapping[str, Sequence[float]], *, x
     return fig, alt
 
 
-def band_figure(weights: Tensor, window: int, tokens: Sequence[str] | None = None, *, title: str = ""):
+def band_figure(weights: Tensor, window: int, tokens: Sequence[str] | None = None, *, title: str = "",
+                reference: Tensor | None = None):
     """Sliding-window weights ``(n, 2 window + 1)`` in two heat maps: what is kept (queries by offsets) and the
-    ``n x n`` band it stands for; returns ``(figure, alt text)``. ``tokens`` label the axes (one per position)."""
+    ``n x n`` band it stands for; returns ``(figure, alt text)``. ``tokens`` label the axes (one per position).
+    ``reference`` ``(n, n)``, the weights full attention gives under the band mask, adds a third map: the band's
+    ``n x n`` weights minus them (white where they agree), so that a wrong band shows."""
     import matplotlib.pyplot as plt
 
     from seqlab.nn.attention import window_to_dense
@@ -500,28 +503,44 @@ def band_figure(weights: Tensor, window: int, tokens: Sequence[str] | None = Non
                          f"got {tuple(weights.shape)}")
     if tokens is not None and len(tokens) != n:
         raise ValueError(f"one token per position: {n} positions, got {len(tokens)} tokens")
+    if reference is not None and tuple(reference.shape) != (n, n):
+        raise ValueError(f"reference must be the full (n, n) = {(n, n)} weights, got {tuple(reference.shape)}")
     dense = window_to_dense(weights, window)
     labels = [repr(t)[1:-1] or " " for t in tokens] if tokens is not None else [str(i) for i in range(n)]
-    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4 + 0.06 * n),
-                             gridspec_kw={"width_ratios": [2 * window + 1 + 4, n]})
+    ratios = [2 * window + 1 + 4, n] + ([n] if reference is not None else [])
+    fig, axes = plt.subplots(1, len(ratios), figsize=(8.5 if reference is None else 12.5, 3.4 + 0.06 * n),
+                             gridspec_kw={"width_ratios": ratios})
     fig.patch.set_facecolor("white")
     axes[0].imshow(weights.numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
     axes[0].set(title="kept: n × (2w + 1)", xlabel="offset o = j − i", xticks=range(2 * window + 1),
                 xticklabels=range(-window, window + 1))
     axes[1].imshow(dense.numpy(), cmap="Blues", vmin=0, vmax=1)
     axes[1].set(title="what it stands for: a band of n × n", xlabel="key j")
+    if reference is not None:
+        difference = dense - reference.detach().double().cpu()
+        image = axes[2].imshow(difference.numpy(), cmap="RdBu_r", vmin=-0.5, vmax=0.5)
+        axes[2].set(title="minus full attention in the band", xlabel="key j")
+        fig.colorbar(image, ax=axes[2], fraction=0.046, pad=0.04)
     for ax in axes:
         ax.set_yticks(range(n), labels, fontsize=7 if n > 20 else 9)
         ax.grid(False)
     axes[0].set_ylabel("query i")
-    axes[1].set_xticks(range(n), labels, fontsize=7 if n > 20 else 9)
+    for ax in axes[1:]:
+        ax.set_xticks(range(n), labels, fontsize=7 if n > 20 else 9)
     fig.suptitle(title or f"sliding-window weights, window {window}, n = {n} (darker = more weight)")
     fig.tight_layout()
     outside = int((dense == 0).sum())
     inside = sum(min(n - 1, i + window) - max(0, i - window) + 1 for i in range(n))       # keys that exist
-    alt = (f"Two heat maps of sliding-window attention weights, window {window}, n = {n} (darker = more weight). "
-           f"Left, what is kept: {n} queries by {2 * window + 1} offsets, -{window} to +{window}. Right, the same "
+    alt = (f"{'Three' if reference is not None else 'Two'} heat maps of sliding-window attention weights, window "
+           f"{window}, n = {n} (darker = more weight). "
+           f"Left, what is kept: {n} queries by {2 * window + 1} offsets, -{window} to +{window}. Middle, the same "
            f"weights placed in the full {n} × {n} matrix: a band {2 * window + 1} wide along the diagonal, "
            f"{inside} of the {n * n} entries; {outside} entries are exactly zero; every row sums to "
-           f"{dense.sum(-1).mean().item():.2f}." + (f" Title: {title}." if title else ""))
+           f"{dense.sum(-1).mean().item():.2f}.")
+    if reference is not None:
+        largest = difference.abs().max().item()
+        alt += (f" Right, these weights minus those of full attention masked to the band (red above, blue below, "
+                f"white equal): " + ("white everywhere, the same weights to rounding" if largest < 1e-9 else
+                                     f"they differ by up to {largest:.2f}") + ".")
+    alt += f" Title: {title}." if title else ""
     return fig, alt

@@ -92,6 +92,22 @@ register(Exercise(
 ))
 
 
+def _attend_then_append(q: Tensor, k_new: Tensor, v_new: Tensor, K_cache: Tensor,
+                        V_cache: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    return _attend(q, K_cache, V_cache), torch.cat([K_cache, k_new], dim=-2), torch.cat([V_cache, v_new], dim=-2)
+
+
+def _cache_not_grown(q: Tensor, k_new: Tensor, v_new: Tensor, K_cache: Tensor,
+                     V_cache: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    out, _, _ = _cached_attention_step(q, k_new, v_new, K_cache, V_cache)
+    return out, K_cache, V_cache
+
+
+# two slips the checker names, as steps notebook 15 runs inside charlm-gpt (the text shows what each does)
+STEP_MISTAKES = {"a slip: attend, then append (the token never reads itself)": _attend_then_append,
+                 "a slip: the cache is not returned grown": _cache_not_grown}
+
+
 # -- 2. predict, then measure: the size of a KV cache ------------------------------------------------------
 def measure_kv_cache_bytes(num_layers: int, nhead: int, d_model: int, T: int, batch_size: int) -> int:
     """Build a seqlab GPT of these sizes (float32), read ``batch_size`` sequences of ``T`` tokens into a

@@ -233,6 +233,21 @@ def _bert_attention_mask(input_ids: Tensor, pad_id: int = 0) -> Tensor:
     return real[:, None, :].expand(-1, n, -1)                      # (B, n, n): query i may read key j iff j is real
 
 
+def _mask_by_query(input_ids: Tensor, pad_id: int = 0) -> Tensor:
+    real = input_ids != pad_id
+    return real[:, :, None].expand(-1, -1, input_ids.shape[-1])    # rows: the padding *queries* blocked
+
+
+def _mask_causal(input_ids: Tensor, pad_id: int = 0) -> Tensor:
+    n = input_ids.shape[-1]
+    return _bert_attention_mask(input_ids, pad_id) & torch.ones(n, n, dtype=torch.bool).tril()   # GPT's triangle too
+
+
+# two slips the checker names, as masks notebook 16 runs inside MiniLM (the embedding shows what each does)
+MASK_MISTAKES = {"a slip: the padding queries blocked, not the keys": _mask_by_query,
+                 "a slip: GPT's causal triangle as well": _mask_causal}
+
+
 def _ids_case(seed: int, lengths: list[int], n: int, pad_id: int = 0) -> tuple[Tensor, int]:
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1000, 3000, (len(lengths), n), generator=g)

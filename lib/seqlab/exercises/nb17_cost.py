@@ -136,6 +136,20 @@ def _diagnose_band(args: tuple, got: Any, expected: Tensor) -> str | None:
     return f"{first_difference(got.masked_fill(~exists, 0.0), expected.masked_fill(~exists, 0.0))}."
 
 
+def _band_unscaled(q: Tensor, k: Tensor, window: int) -> Tensor:
+    return _band_scores(q, k, window) * math.sqrt(q.shape[-1])
+
+
+def _band_zero_outside(q: Tensor, k: Tensor, window: int) -> Tensor:
+    scores = _band_scores(q, k, window)
+    return scores.masked_fill(~torch.isfinite(scores), 0.0)
+
+
+# two slips the checker names, as bands notebook 17 runs on charlm-gpt's head (the figure shows what each does)
+BAND_MISTAKES = {"a slip: no 1 / sqrt(d_k)": _band_unscaled,
+                 "a slip: 0, not -inf, for keys off the ends": _band_zero_outside}
+
+
 register(Exercise(
     name="band_scores",
     signature="band_scores(q: Tensor (n, d_k), k: Tensor (n, d_k), window: int) -> Tensor (n, 2 * window + 1): "
