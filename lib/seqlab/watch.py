@@ -82,8 +82,9 @@ def gpt_logits(gpt: GPT, ids: Tensor, *, attention: Attention | None = None, nor
     def library_attention(X: Tensor, p: dict, heads: int, m: Tensor) -> Tensor:
         return blk.self_attn(X, X, X, need_weights=False, is_causal=True)[0]
 
-    def library_norm(x: Tensor, gamma: Tensor, beta: Tensor) -> Tensor:
-        return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-5)
+    def library_norm(x: Tensor, gamma: Tensor, beta: Tensor) -> Tensor:      # seqlab's LayerNorm, as a function
+        mu = x.mean(dim=-1, keepdim=True)
+        return (x - mu) * torch.rsqrt((x - mu).pow(2).mean(dim=-1, keepdim=True) + 1e-5) * gamma + beta
 
     ln = norm or library_norm
     x = gpt.positional(gpt.embed(ids), 0)                                 # (B, T, d_model): E[ids] + P
