@@ -79,6 +79,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run side by side (default 1)")
     args = parser.parse_args(argv)
     os.environ["SEQLAB_DEVICE"] = args.device
+    os.environ["SEQLAB_ANSWERS"] = "off"    # committed outputs run the references, never answers kept here
     # One notebook at a time, with all of torch's threads: no OMP_WAIT_POLICY=PASSIVE here (alone, it made
     # notebook 3's loop of small steps 4x slower). Side by side, the cores are shared out among the kernels
     # (testbed.worker_threads): two kernels of 2 spinning threads each on 2 cores ran 4x slower.

@@ -18,7 +18,7 @@ MEASURED = (1.0, 0.99)                  # section 5's (one_left, one_right)
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb10")) == {"predict_one_head", "cross_attention", "predict_costs"}
+    assert set(exercises_of("nb10")) == {"multi_head_attention", "predict_one_head", "cross_attention", "predict_costs"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb10").items() if name != "predict_one_head")
     assert check("predict_one_head", lambda: MEASURED, measured=MEASURED)          # the solution: the measurement
 
@@ -141,3 +141,46 @@ def formula(parameters=lambda d, h: 4 * d * d + 4 * d, flops=lambda d, n, h: 8 *
 def test_predict_costs_hints(wrong, hint):
     text = failure_message("predict_costs", wrong)
     assert hint in text and ("measured" in text or "return a dict" in text)
+
+
+# -- build: multi-head attention ---------------------------------------------------------------------------------
+from seqlab.exercises.nb10_multihead import MHA_MISTAKES, mha_with_mistake, multi_head_attention  # noqa: E402
+
+
+@pytest.mark.parametrize("mistake", sorted(MHA_MISTAKES))
+def test_each_catalogued_attention_mistake_gets_its_diagnosis(mistake):
+    assert MHA_MISTAKES[mistake][1] in failure_message("multi_head_attention", mha_with_mistake(mistake))
+
+
+def test_attention_one_wide_head_and_missing_biases_are_named():
+    assert "one wide head" in failure_message("multi_head_attention", lambda X, p, h, mask=None:
+                                              multi_head_attention(X, p, 1, mask))
+    no_bias = lambda X, p, h, mask=None: multi_head_attention(  # noqa: E731
+        X, {**p, "b_Q": 0 * p["b_Q"], "b_K": 0 * p["b_K"], "b_V": 0 * p["b_V"]}, h, mask)
+    assert "biases of the projections are missing" in failure_message("multi_head_attention", no_bias)
+
+
+def test_attention_reference_is_torchs_multihead_attention():
+    torch.manual_seed(0)
+    layer = MultiheadAttention(12, 3, batch_first=True).double()
+    X = torch.randn(2, 5, 12, dtype=torch.float64)
+    W_q, W_k, W_v = (w.T for w in layer.in_proj_weight.detach().chunk(3))
+    b_q, b_k, b_v = layer.in_proj_bias.detach().chunk(3)
+    p = {"W_Q": W_q, "b_Q": b_q, "W_K": W_k, "b_K": b_k, "W_V": W_v, "b_V": b_v,
+         "W_O": layer.out_proj.weight.detach().T, "b_O": layer.out_proj.bias.detach()}
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    expected = layer(X, X, X, is_causal=True, need_weights=False)[0]
+    assert torch.allclose(multi_head_attention(X, p, 3, causal), expected, atol=1e-12)
+
+
+def test_the_watch_runs_the_checkpoint_with_the_reference_as_the_library_does():
+    from seqlab.pretrained import load_pretrained, validation_batches
+    from seqlab.watch import gpt_logits, watched_loss
+
+    gpt, _ = load_pretrained("charlm-gpt")
+    ids, _ = validation_batches()[0]
+    with torch.no_grad():
+        assert torch.allclose(gpt_logits(gpt, ids[:4], attention=multi_head_attention), gpt(ids[:4]), atol=1e-4)
+    batches = validation_batches()[:1]
+    right = watched_loss(gpt, batches, attention=multi_head_attention)
+    assert watched_loss(gpt, batches, attention=mha_with_mistake("no W_O")) > right + 1.0

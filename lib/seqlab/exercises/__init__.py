@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 
 from seqlab.exercises._core import (EXERCISES, REGISTERED_BY, Case, CheckResult, Exercise, Measured, Plugged, Verdict, check,
-                                   expected_value, judge, measurement_args, plug_in, register)
+                                   expected_value, judge, measurement_args, plug_in, register, yours)
 
 NOTEBOOK_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("nb"))
 for _module in NOTEBOOK_MODULES:
@@ -23,4 +23,4 @@ def exercises_of(notebook: str) -> dict[str, Exercise]:
 
 
 __all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "Plugged", "Verdict", "check",
-           "exercises_of", "expected_value", "judge", "measurement_args", "plug_in", "register"]
+           "exercises_of", "expected_value", "judge", "measurement_args", "plug_in", "register", "yours"]

@@ -39,6 +39,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from seqlab.exercises import _answers
+
 
 @dataclass(frozen=True)
 class Case:
@@ -335,5 +337,30 @@ def plug_in(name: str, student_fn: Callable[..., Any]) -> Plugged:
     except Exception as err:  # the student's code fails: the run shows the reference and says why
         return Plugged(ex.reference, f"the reference {name} (yours raised {type(err).__name__})", False, False)
     if check(name, student_fn):
+        _answers.save(name, student_fn)        # kept for later notebooks: yours(name)
         return Plugged(student_fn, f"your {name}", True, True)
     return Plugged(student_fn, f"your {name} (check() finds a mistake: watch what it does)", True, False)
+
+
+def yours(name: str) -> Plugged:
+    """The student's answer to exercise ``name`` from an earlier notebook, for a later one to build on.
+
+    :func:`plug_in` keeps an answer that passes its check (:mod:`seqlab.exercises._answers`); this loads it,
+    checks it again, and returns it, or the reference with a ``label`` that says why (none kept yet, or the kept
+    one no longer passes). Notebook 12 runs the student's ``multi_head_attention`` of notebook 10 this way.
+    """
+    if name not in EXERCISES:
+        raise KeyError(f"no exercise named {name!r}; known: {sorted(EXERCISES)}")
+    ex = EXERCISES[name]
+    if ex.is_prediction or ex.measured is not None:
+        raise ValueError(f"{name} is judged against a measurement; only a function exercise has an answer to reuse")
+    module = REGISTERED_BY[name].rsplit(".", 1)[-1]                       # nb10_multihead
+    where = f"notebook {module[2:4]}" if module[:2] == "nb" and module[2:4].isdigit() else module
+    fn = _answers.load(name)
+    if fn is None:
+        return Plugged(ex.reference, f"the reference {name} (none of yours is kept: {where} keeps it once it "
+                                     "passes its check there)", False, False)
+    if check(name, fn):
+        return Plugged(fn, f"your {name} from {where}", True, True)
+    return Plugged(ex.reference, f"the reference {name} (yours kept from {where} no longer passes its check)",
+                   False, False)

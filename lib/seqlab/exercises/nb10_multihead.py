@@ -1,9 +1,11 @@
-"""Notebook 10 — multi-head attention: one head or two (predict, then measure), cross-attention from scratch,
-and what h costs (predict, then measure)."""
+"""Notebook 10 — multi-head attention: built from notebook 9's attention and watched inside the trained
+charlm-gpt, one head or two (predict, then measure), what h costs (predict, then measure), and cross-attention
+from scratch."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -241,3 +243,145 @@ register(Exercise(
     diagnose=_diagnose_costs,
     same=_same_costs,
 ))
+
+
+# -- 4. build: multi-head attention from the equations, then watch it inside charlm-gpt ---------------------
+# The parameters come as one dict in the lectures' orientation (X @ W_Q), with torch's biases, so that the same
+# function runs on a hand-made case and on every layer of the trained charlm-gpt (seqlab.watch.attention_params).
+ATTENTION_KEYS = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
+
+
+def attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Notebook 9's attention of one head, softmax(Q K^T / sqrt(d_k)) V, with its causal mask (True = may attend)
+    applied before the softmax. Q (..., n, d_k), K and V (..., m, d_k), mask (n, m) bool or None."""
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1])          # (..., n, m)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))              # a hidden key gets weight 0
+    return torch.softmax(scores, dim=-1) @ V                           # (..., n, d_k)
+
+
+def multi_head_attention(X: Tensor, p: dict[str, Tensor], h: int, mask: Tensor | None = None) -> Tensor:
+    """Concat(head_1, ..., head_h) W_O + b_O, head_i = attention(X W_Q^(i) + b_Q^(i), ...) on the columns of
+    head i. X (..., n, d_model); p holds ATTENTION_KEYS, W_* (d_model, d_model), b_* (d_model,)."""
+    d_model = X.shape[-1]
+    d_k = d_model // h
+    Q, K, V = X @ p["W_Q"] + p["b_Q"], X @ p["W_K"] + p["b_K"], X @ p["W_V"] + p["b_V"]   # (..., n, d_model)
+    heads = [attention(Q[..., i * d_k:(i + 1) * d_k], K[..., i * d_k:(i + 1) * d_k],
+                       V[..., i * d_k:(i + 1) * d_k], mask) for i in range(h)]               # h of (..., n, d_k)
+    return torch.cat(heads, dim=-1) @ p["W_O"] + p["b_O"]                                  # (..., n, d_model)
+
+
+def _mha_variant(X: Tensor, p: dict[str, Tensor], h: int, mask: Tensor | None = None, *, split: str = "right",
+                 merge: str = "right", scale: str = "sqrt_dk", out: bool = True, bias_O: bool = True,
+                 use_mask: bool = True, dim: int = -1) -> Tensor:
+    """The reference with one thing done wrong (the usual mistakes; the watch in notebook 10 runs them too)."""
+    *lead, n, d_model = X.shape
+    d_k = d_model // h
+
+    def heads_of(M: Tensor) -> Tensor:                                 # (..., n, d_model) -> (..., h, n, d_k)
+        if split == "view":                                            # view(..., h, n, d_k): no transpose
+            return M.reshape(*lead, h, n, d_k)
+        return M.reshape(*lead, n, h, d_k).transpose(-3, -2)
+
+    Q, K, V = (heads_of(X @ p[f"W_{c}"] + p[f"b_{c}"]) for c in "QKV")
+    divide = {"sqrt_dk": math.sqrt(d_k), "sqrt_dmodel": math.sqrt(d_model), "dk": d_k, "none": 1.0}[scale]
+    scores = Q @ K.transpose(-2, -1) / divide
+    if mask is not None and use_mask:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    Z = torch.softmax(scores, dim=dim) @ V                             # (..., h, n, d_k)
+    if merge == "view":                                                # reshape without moving h back: tokens mix
+        Z = Z.reshape(*lead, n, d_model)
+    elif merge == "head_inner":                                        # Concat with features outer, heads inner
+        Z = Z.permute(*range(len(lead)), -2, -1, -3).reshape(*lead, n, d_model)
+    else:
+        Z = Z.transpose(-3, -2).reshape(*lead, n, d_model)
+    if not out:
+        return Z
+    return Z @ p["W_O"] + (p["b_O"] if bias_O else 0)
+
+
+MHA_MISTAKES: dict[str, tuple[dict, str]] = {
+    "split without transpose": (dict(split="view"), (
+        "the heads are split with a view to (..., h, n, d_k) and no transpose, which hands head 0 the first n/h "
+        "tokens' features instead of the first d_k features of every token: view as (..., n, h, d_k), then "
+        "transpose, or take the column slice [..., i*d_k:(i+1)*d_k] for head i.")),
+    "concat without transpose": (dict(merge="view"), (
+        "the heads are concatenated with a reshape of (..., h, n, d_k) to (..., n, d_model) without moving the head "
+        "axis back, which mixes tokens: transpose to (..., n, h, d_k) first, or torch.cat(heads, dim=-1).")),
+    "concat in the wrong order": (dict(merge="head_inner"), (
+        "Concat puts head 1's d_k features first, then head 2's, ...; yours interleaves them (feature j of every "
+        "head together), so W_O's rows meet the wrong features: torch.cat(heads, dim=-1).")),
+    "no W_O": (dict(out=False), "W_O is missing: Concat(head_1, ..., head_h) W_O + b_O mixes the heads at the end."),
+    "no b_O": (dict(bias_O=False), "the output bias b_O is missing: Concat(...) W_O + b_O."),
+    "scale sqrt(d_model)": (dict(scale="sqrt_dmodel"), (
+        "each head's scores are scaled by 1/sqrt(d_k) = 1/sqrt(d_model / h), the size of a head, not by "
+        "1/sqrt(d_model).")),
+    "scale d_k": (dict(scale="dk"), "scale by 1/sqrt(d_k), not 1/d_k."),
+    "no scale": (dict(scale="none"), "scale the scores by 1/sqrt(d_k) before the softmax."),
+    "mask ignored": (dict(use_mask=False), (
+        "the mask is ignored: where mask is False the score must be -inf before the softmax (a hidden key gets "
+        "weight 0), as in notebook 9.")),
+    "softmax over the queries": (dict(dim=-2), "the softmax runs over the keys (dim=-1): each query's weights sum to 1."),
+}
+
+
+def _diagnose_mha(args: tuple, got: Any, expected: Tensor) -> str | None:
+    X, p, h = args[:3]
+    n, d_model = X.shape[-2:]
+    if isinstance(got, Tensor) and got.shape[-2:] == (n, n) and got.shape != expected.shape:
+        return "those are attention weights (n x n); multiply them by V, concatenate the heads, apply W_O."
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    for change, message in MHA_MISTAKES.values():
+        try:
+            if _close(got, _mha_variant(*args, **change)):
+                return message
+        except RuntimeError:
+            continue
+    if h > 1 and _close(got, multi_head_attention(X, p, 1, *args[3:])):
+        return f"that is one wide head (h = 1); split Q, K and V into h = {h} heads of d_k = {d_model // h} features."
+    if "b_Q" in p and _close(got, multi_head_attention(X, {**p, "b_Q": p["b_Q"] * 0, "b_K": p["b_K"] * 0,
+                                                           "b_V": p["b_V"] * 0}, h, *args[3:])):
+        return "the biases of the projections are missing: Q = X W_Q + b_Q, and the same for K and V."
+    return f"{first_difference(got, expected)}."
+
+
+def _mha_params(d_model: int, seed: int) -> dict[str, Tensor]:
+    return {key: randn64(*((d_model, d_model) if key[0] == "W" else (d_model,)), seed=seed + i) / math.sqrt(d_model)
+            * (1 if key[0] == "W" else 0.5) for i, key in enumerate(ATTENTION_KEYS)}
+
+
+def _causal(n: int) -> Tensor:
+    return torch.ones(n, n, dtype=torch.bool).tril()
+
+
+register(Exercise(
+    name="multi_head_attention",
+    signature="multi_head_attention(X (..., n, d_model), p: dict of W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, h: int, "
+              "mask: BoolTensor (n, n) or None, True = may attend) -> (..., n, d_model): Concat(head_1..head_h) W_O "
+              "+ b_O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i on head i's d_k = d_model / h columns",
+    reference=multi_head_attention,
+    cases=[Case((randn64(4, 6, seed=40) * 2, _mha_params(6, 41), 2, None), "4 tokens, d_model = 6, h = 2, no mask"),
+           Case((randn64(5, 8, seed=50) * 2, _mha_params(8, 51), 4, _causal(5)),
+                "5 tokens, d_model = 8, h = 4, a causal mask"),
+           Case((randn64(2, 6, 12, seed=60) * 2, _mha_params(12, 61), 3, _causal(6)),
+                "a batch of 2 sequences of 6 tokens, d_model = 12, h = 3, causal")],
+    hint="Q = X @ W_Q + b_Q (and K, V); head i reads columns i*d_k:(i+1)*d_k of each; attention(Q_i, K_i, V_i, mask) "
+         "per head; torch.cat(heads, dim=-1) @ W_O + b_O.",
+    diagnose=_diagnose_mha,
+    same=_close,
+))
+
+
+def mha_with_mistake(mistake: str) -> Callable[..., Tensor]:
+    """The reference multi_head_attention with one of MHA_MISTAKES made, for watching what it does."""
+    if mistake not in MHA_MISTAKES:
+        raise KeyError(f"no catalogued mistake {mistake!r}; known: {sorted(MHA_MISTAKES)}")
+    change = MHA_MISTAKES[mistake][0]
+
+    def wrong(X: Tensor, p: dict[str, Tensor], h: int, mask: Tensor | None = None) -> Tensor:
+        return _mha_variant(X, p, h, mask, **change)
+
+    wrong.__name__ = f"multi_head_attention ({mistake})"
+    return wrong

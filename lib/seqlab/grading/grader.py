@@ -45,6 +45,9 @@ FORBIDDEN = {
     "cached_attention_step": ("scaled_dot_product_attention",),
     "sublayer_connection": ("TransformerEncoderLayer", "TransformerDecoderLayer"),
     "cross_attention_sublayer": ("TransformerDecoderLayer",),
+    "multi_head_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
+    "layer_norm": ("F.layer_norm", "functional.layer_norm", "LayerNorm", "native_layer_norm"),
+    "transformer_block": ("TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention", "LayerNorm"),
 }
 
 
