@@ -116,3 +116,91 @@ def test_bert_pretraining_shows_both_objectives_on_one_packed_pair():
     assert x_of["$C$"] == x_of["[CLS]"] and x_of["$z_3$"] == x_of["[M]"]
     assert {"IsNext / NotNext", "predict $a_2$"} <= set(drawn) and len(lit_patches(diagram)) >= 7
     assert "IsNext or NotNext" in diagram.alt and "token type" in diagram.alt and "[MASK]" in diagram.alt
+
+
+# -- every operation of a cell diagram feeds the output through arrows a reader can see ---------------------
+def _flow_graph(diagram: Diagram, tol: float = 0.035):
+    """The diagram read back as a graph: nodes are its operations (circles) and boxes, and its line segments;
+    a segment leads to the next one where that one starts on it or it ends on that one, and to a node its end
+    touches; a node leads to every segment that starts on its edge. Also returns the segments whose arrow head
+    leaves less than 6 points of arrow visible (swallowed between two symbols)."""
+    import numpy as np
+    from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+    ax = diagram.figure.axes[0]
+    points_per_unit = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]
+    points_per_unit *= 72 / diagram.figure.dpi
+    ops = [p for p in ax.patches if isinstance(p, Circle)]
+    boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch) and p.get_zorder() > 0]
+    segments = [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+    ends = [tuple(map(np.asarray, s._posA_posB)) for s in segments]
+
+    def touches(point, node) -> bool:
+        if isinstance(node, Circle):
+            return abs(np.hypot(*(point - np.asarray(node.center))) - node.radius) < tol
+        x0, y0, w, h = node.get_x(), node.get_y(), node.get_width(), node.get_height()
+        pad = 0.08
+        return x0 - pad <= point[0] <= x0 + w + pad and y0 - pad <= point[1] <= y0 + h + pad
+
+    def on(point, segment) -> bool:
+        a, b = segment
+        ab, ap = b - a, point - a
+        t = np.clip(ap @ ab / (ab @ ab), 0, 1)
+        return np.hypot(*(a + t * ab - point)) < tol
+
+    nodes = ops + boxes
+    edges = {k: set() for k in range(len(segments) + len(nodes))}      # segment k, then node len(segments) + j
+    for k, (start, end) in enumerate(ends):
+        for m, other in enumerate(ends):
+            if m != k and (on(other[0], (start, end)) or on(end, other)):
+                edges[k].add(m)
+        for j, node in enumerate(nodes):
+            if touches(end, node):
+                edges[k].add(len(segments) + j)
+            if touches(start, node):
+                edges[len(segments) + j].add(k)
+    swallowed = [(tuple(a), tuple(b)) for s, (a, b) in zip(segments, ends) if s.get_arrowstyle().__class__.__name__ != "Curve"
+                 and np.hypot(*(b - a)) * points_per_unit - 9 < 6]
+    return segments, ends, nodes, edges, swallowed
+
+
+def _reaches(edges: dict, start: int, goals: set) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        k = todo.pop()
+        if k in goals:
+            return True
+        for m in edges[k] - seen:
+            seen.add(m)
+            todo.append(m)
+    return False
+
+
+@pytest.mark.parametrize("draw", [lstm_cell, gru_cell])
+def test_every_operation_of_a_cell_diagram_has_an_arrow_in_and_a_visible_path_to_h_t(draw):
+    import numpy as np
+
+    diagram = draw()
+    segments, ends, nodes, edges, swallowed = _flow_graph(diagram)
+    assert not swallowed, f"arrows too short to see between two symbols: {swallowed}"
+    ax = diagram.figure.axes[0]
+    outputs = [np.asarray(t.get_position()) for t in ax.texts if t.get_text() == "$h_t$"]
+    goals = {k for k, (_, end) in enumerate(ends) if any(np.hypot(*(end - out)) < 0.15 for out in outputs)}
+    assert goals, "no arrow ends at the h_t label"
+    n = len(segments)
+    for j, node in enumerate(nodes):
+        fed = any(n + j in edges[k] for k in range(n))
+        label = [t.get_text() for t in ax.texts if node.contains_point(ax.transData.transform(t.get_position()))]
+        assert fed, f"nothing flows into {label or node}"
+        assert _reaches(edges, n + j, goals), f"{label or node} does not reach h_t"
+
+
+def test_the_old_gru_drawing_would_fail_the_flow_check():
+    """The check catches the slip it was written for: the (1 - z_t) * n_t product's arrow into "+" hidden
+    between the two circles (drawn 0.24 units long, less than an arrow head)."""
+    from matplotlib.patches import FancyArrowPatch
+
+    diagram = gru_cell()
+    ax = diagram.figure.axes[0]
+    ax.add_patch(FancyArrowPatch((9.3, 4.48), (9.3, 4.72), arrowstyle="-|>", mutation_scale=12, shrinkA=0, shrinkB=9))
+    assert _flow_graph(diagram)[-1], "a 0.24-unit arrow between two operations should count as swallowed"

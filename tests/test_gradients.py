@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from seqlab.gradients import (ACTIVATIONS, autograd_gradient_norms, bptt_step, gradient_norms_through_time,
                               input_sensitivity, linear_gradient_norms, memory_gradient_norms, random_rnn_weights,
-                              rnn_backward, rnn_forward,
+                              rnn_backward, rnn_forward, delayed_recall, train_with_bptt,
                               scale_to_spectral_radius, spectral_radius)
 from seqlab.nn import RNN
 from seqlab.models.charlm import CharLM, CharLMConfig
@@ -226,3 +226,51 @@ def test_a_replacement_step_runs_the_loop_and_autograd_measures_the_same_norms()
         return dW_h, dW_x.T, db, dh_prev
     with pytest.raises(ValueError, match=r"should return dW_x of shape \(5, 4\), got \(4, 5\)"):
         gradient_norms_through_time(x, W_h, W_x, b, step=transposed)
+
+
+# -- a tiny RNN trained by a BPTT step (notebook 03's watch) ------------------------------------------------
+def test_delayed_recall_targets_are_the_symbols_read_delay_steps_earlier():
+    x, y = delayed_recall(5, length=9, symbols=3, delay=2, seed=1)
+    assert x.shape == (9, 5, 3) and x.dtype == torch.float64 and y.shape == (9, 5)
+    assert (y[:2] == -100).all() and torch.equal(y[2:], x.argmax(-1)[:-2])
+    with pytest.raises(ValueError, match="delay should be between 1 and length - 1"):
+        delayed_recall(2, length=4, delay=4)
+
+
+def _slip_transposed(dh_t, h_t, h_prev, x_t, W_h):
+    delta = dh_t * (1 - h_t ** 2)
+    return delta.T @ h_prev, delta.T @ x_t, delta.sum(0), delta @ W_h.T
+
+
+def _slip_tanh_at_h_prev(dh_t, h_t, h_prev, x_t, W_h):
+    delta = dh_t * (1 - h_prev ** 2)
+    return delta.T @ h_prev, delta.T @ x_t, delta.sum(0), delta @ W_h
+
+
+def _slip_db_mean(dh_t, h_t, h_prev, x_t, W_h):
+    delta = dh_t * (1 - h_t ** 2)
+    return delta.T @ h_prev, delta.T @ x_t, delta.mean(0), delta @ W_h
+
+
+def test_training_with_the_reference_step_is_autograds_run_and_two_slips_fall_behind():
+    exact, reference = train_with_bptt(steps=150), train_with_bptt(bptt_step, steps=150)
+    assert max(abs(a - b) for a, b in zip(exact.losses, reference.losses)) < 1e-9
+    assert reference.accuracy > 0.95 and max(reference.first_step_error.values()) < 1e-12
+    learned = sum(reference.losses[-50:]) / 50
+    for slip in (_slip_transposed, _slip_tanh_at_h_prev):
+        run = train_with_bptt(slip, steps=150)
+        assert sum(run.losses[-50:]) / 50 > 4 * learned and min(run.first_step_error.values()) > 0.1, slip.__name__
+
+
+def test_a_slip_that_training_hides_still_shows_in_the_first_step_error():
+    run = train_with_bptt(_slip_db_mean, steps=5, batch=32)
+    errors = run.first_step_error
+    assert abs(errors["b"] - (1 - 1 / 32)) < 1e-9 and max(errors["W_h"], errors["W_x"], errors["h_0"]) < 1e-12
+
+
+def test_a_step_that_blows_up_ends_the_run_with_nan_and_no_recall():
+    def no_tanh_slope(dh_t, h_t, h_prev, x_t, W_h):
+        return dh_t.T @ h_prev, dh_t.T @ x_t, dh_t.sum(0), dh_t @ W_h
+
+    run = train_with_bptt(no_tanh_slope, steps=150)
+    assert len(run.losses) == 150 and math.isnan(run.losses[-1]) and run.accuracy == 0.0

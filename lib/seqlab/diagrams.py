@@ -183,9 +183,10 @@ def gru_cell(*, highlight: str | None = None) -> Diagram:
     c.cell_frame()
     # h_{t-1} runs along the top (kept by z_t) and down into the gates; x_t from below
     hid, cand = s["hidden"], s["candidate"]
-    c.label(0.1, 5.0, "$h_{t-1}$", va="center")
-    c.line([(0.75, 5.0), (5.72, 5.0)], lit=hid)
-    c.line([(2.2, 5.0), (2.2, 1.35), (7.6, 1.35)], arrow=False)
+    top = 5.3                                # the state's line, high enough for an arrow from the mix's × into +
+    c.label(0.1, top, "$h_{t-1}$", va="center")
+    c.line([(0.75, top), (5.72, top)], lit=hid)
+    c.line([(2.2, top), (2.2, 1.35), (7.6, 1.35)], arrow=False)
     c.label(1.7, 0.1, "$x_t$")
     c.line([(1.8, 0.45), (1.8, 1.35), (2.2, 1.35)], arrow=False)
     for part, x, name in (("reset", 3.2, "$r_t$"), ("update", 4.6, "$z_t$")):
@@ -205,17 +206,17 @@ def gru_cell(*, highlight: str | None = None) -> Diagram:
     c.line([(8.075, 3.3), (9.3, 3.3), (9.3, 3.92)], lit=cand if cand is not None else hid)
     # h_t = z_t * h_{t-1} + (1 - z_t) * n_t: what is kept and what is written add up to one
     upd = hid if hid is not None else s["update"]
-    c.op(6.0, 5.0, "×", lit=hid)
-    c.line([(4.6, 2.75), (4.6, 4.3), (6.0, 4.3), (6.0, 4.72)], lit=upd)
+    c.op(6.0, top, "×", lit=hid)
+    c.line([(4.6, 2.75), (4.6, 4.3), (6.0, 4.3), (6.0, top - 0.28)], lit=upd)
     c.line([(6.0, 4.3), (7.35, 4.3)], lit=upd, arrow=False)
     c.box(7.75, 4.3, "$1-$", GATE_FILL, lit=upd, w=0.75, h=0.45, fontsize=10)
     c.line([(8.125, 4.3), (9.02, 4.3)], lit=upd)
     c.op(9.3, 4.2, "×", lit=hid)
-    c.line([(6.28, 5.0), (9.02, 5.0)], lit=hid)
-    c.op(9.3, 5.0, "+", lit=hid)
-    c.line([(9.3, 4.48), (9.3, 4.72)], lit=hid)
-    c.line([(9.58, 5.0), (11.3, 5.0)], lit=hid)
-    c.label(11.35, 5.0, "$h_t$", va="center", lit=hid)
+    c.line([(6.28, top), (9.02, top)], lit=hid)
+    c.op(9.3, top, "+", lit=hid)
+    c.line([(9.3, 4.48), (9.3, top - 0.28)], lit=hid)          # (1 - z_t) * n_t into the sum
+    c.line([(9.58, top), (11.3, top)], lit=hid)
+    c.label(11.35, top, "$h_t$", va="center", lit=hid)
     alt = ("Diagram of one GRU step, in torch's convention. The previous state h_{t-1} runs along the top from left "
            "to right and, with the input x_t, feeds two sigmoid gates along the bottom: the reset gate r_t and the "
            "update gate z_t. r_t multiplies the recurrent part W_hn h_{t-1} before the tanh that makes the candidate "

@@ -44,10 +44,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.device import torch_threads
 from seqlab.modes import evaluating
 
 __all__ = [
-    "ACTIVATIONS", "Activation", "BPTTGrads", "BPTTStep", "autograd_gradient_norms", "bptt_step",
+    "ACTIVATIONS", "Activation", "BPTTGrads", "BPTTStep", "BPTTTraining", "autograd_gradient_norms", "bptt_step",
+    "delayed_recall", "train_with_bptt",
     "gradient_norms_through_time", "input_sensitivity", "linear_gradient_norms", "memory_gradient_norms",
     "random_rnn_weights", "rnn_backward", "rnn_forward", "scale_to_spectral_radius", "spectral_radius",
 ]
@@ -174,6 +176,109 @@ def _check_step_result(got: tuple, like: tuple[Tensor, ...]) -> None:
         if not isinstance(g, Tensor) or g.shape != e.shape:
             found = _shape(g) if isinstance(g, Tensor) else type(g).__name__
             raise ValueError(f"the BPTT step should return {name} of shape {_shape(e)}, got {found}")
+
+
+# --------------------------------------------------------------------------------------------
+# A tiny RNN trained by a BPTT step: what a wrong step does to learning
+# --------------------------------------------------------------------------------------------
+
+def delayed_recall(n: int, *, length: int = 12, symbols: int = 4, delay: int = 3,
+                   seed: int = 0) -> tuple[Tensor, Tensor]:
+    """A memory task for a tiny RNN: at every step from ``delay`` on, name the symbol read ``delay`` steps ago.
+
+    Returns ``x`` ``(length, n, symbols)``, one-hot float64, and the targets ``y`` ``(length, n)``, with
+    -100 (cross-entropy's ignore index) at the first ``delay`` steps, where there is nothing to recall yet.
+    """
+    if not 1 <= delay < length:
+        raise ValueError(f"delay should be between 1 and length - 1 = {length - 1}, got {delay}")
+    ids = torch.randint(0, symbols, (length, n), generator=torch.Generator().manual_seed(seed))
+    y = torch.full((length, n), -100)
+    y[delay:] = ids[:-delay]
+    return F.one_hot(ids, symbols).to(torch.float64), y
+
+
+@dataclass
+class BPTTTraining:
+    """The result of :func:`train_with_bptt`."""
+
+    losses: list[float]            # training loss (nats) at each step; nan from the step it diverged
+    accuracy: float                # share of 1,000 fresh sequences' targets recalled after training
+    first_step_error: dict[str, float]   # ||g - g_autograd|| / ||g_autograd|| at step 1, for W_h, W_x, b, h_0
+
+
+def _readout_loss(states: Tensor, y: Tensor, W_y: Tensor, b_y: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean cross-entropy of the read-out softmax(W_y h_t + b_y) over the targets; and its logits."""
+    logits = states[1:] @ W_y.T + b_y                                     # (T, B, V)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)), logits
+
+
+def _gradients(x: Tensor, y: Tensor, weights: list[Tensor], step: BPTTStep | None) -> tuple[Tensor, list[Tensor]]:
+    """The loss and its gradients for W_h, W_x, b, W_y, b_y and h_0: by autograd when ``step`` is None, else the
+    read-out's by hand and the recurrence's by :func:`rnn_backward` with ``step``."""
+    W_h, W_x, b, W_y, b_y = weights
+    h0 = x.new_zeros(x.shape[1], W_h.shape[0])
+    if step is None:
+        leaves = [w.clone().requires_grad_() for w in weights] + [h0.requires_grad_()]
+        with torch.enable_grad():
+            loss, _ = _readout_loss(rnn_forward(x, *leaves[:3], leaves[5]), y, *leaves[3:5])
+            grads = list(torch.autograd.grad(loss, leaves))
+        return loss.detach(), grads
+    states = rnn_forward(x, W_h, W_x, b, h0)
+    loss, logits = _readout_loss(states, y, W_y, b_y)
+    counted = (y != -100)
+    dlogits = (torch.softmax(logits, -1) - F.one_hot(y.clamp(min=0), W_y.shape[0])) * counted[..., None] / counted.sum()
+    dW_y, db_y = torch.einsum("tbv,tbh->vh", dlogits, states[1:]), dlogits.sum((0, 1))
+    bptt = rnn_backward(x, states, W_h, dlogits @ W_y, step=step)        # dL/dh_t from the read-out, then back
+    return loss, [bptt.W_h, bptt.W_x, bptt.b, dW_y, db_y, bptt.h0]
+
+
+def train_with_bptt(step: BPTTStep | None = None, *, steps: int = 300, hidden_size: int = 16, symbols: int = 4,
+                    length: int = 12, delay: int = 3, batch: int = 32, lr: float = 0.05, momentum: float = 0.9,
+                    seed: int = 0) -> BPTTTraining:
+    """Train a tiny tanh RNN (float64) on :func:`delayed_recall` with gradients from a BPTT ``step``.
+
+    ``step`` (same signature as :func:`bptt_step`) computes the recurrence's gradients through
+    :func:`rnn_backward`; the read-out's are computed by hand; ``None`` uses autograd for everything, the
+    yardstick. SGD with momentum on fresh batches; the same seed gives the same weights and batches, so a
+    correct step reproduces autograd's run to rounding, and a wrong one changes what is learned. Runs on one
+    CPU thread (matrices of 16 units: more threads only cost time).
+    """
+    with torch_threads(1):
+        return _train_with_bptt(step, steps=steps, hidden_size=hidden_size, symbols=symbols, length=length,
+                                delay=delay, batch=batch, lr=lr, momentum=momentum, seed=seed)
+
+
+def _train_with_bptt(step: BPTTStep | None, *, steps: int, hidden_size: int, symbols: int, length: int, delay: int,
+                     batch: int, lr: float, momentum: float, seed: int) -> BPTTTraining:
+    g = torch.Generator().manual_seed(seed)
+    weights = [torch.randn(hidden_size, hidden_size, generator=g, dtype=torch.float64) * 0.5 / hidden_size ** 0.5,
+               torch.randn(hidden_size, symbols, generator=g, dtype=torch.float64) * 0.5,
+               torch.zeros(hidden_size, dtype=torch.float64),
+               torch.randn(symbols, hidden_size, generator=g, dtype=torch.float64) * 0.1,
+               torch.zeros(symbols, dtype=torch.float64)]                # W_h, W_x, b, W_y, b_y
+    task = dict(length=length, symbols=symbols, delay=delay)
+    x, y = delayed_recall(batch, seed=seed * 100_003 + 1, **task)
+    _, mine = _gradients(x, y, weights, step)
+    _, exact = _gradients(x, y, weights, None)
+    first_step_error = {name: float((mine[k] - exact[k]).norm() / exact[k].norm())
+                        for name, k in (("W_h", 0), ("W_x", 1), ("b", 2), ("h_0", 5))}
+    velocity = [torch.zeros_like(w) for w in weights]
+    losses: list[float] = []
+    for k in range(steps):
+        x, y = delayed_recall(batch, seed=seed * 100_003 + 1 + k, **task)
+        loss, grads = _gradients(x, y, weights, step)
+        losses.append(float(loss))
+        if not math.isfinite(losses[-1]):
+            losses += [math.nan] * (steps - k - 1)
+            break
+        for w, v, grad in zip(weights, velocity, grads[:5]):
+            v.mul_(momentum).add_(grad)
+            w.sub_(lr * v)
+    x, y = delayed_recall(1000, seed=seed * 100_003 + 99_991, **task)
+    _, logits = _readout_loss(rnn_forward(x, *weights[:3]), y, *weights[3:])
+    counted = y != -100
+    accuracy = float((logits.argmax(-1)[counted] == y[counted]).double().mean()) if math.isfinite(losses[-1]) else 0.0
+    return BPTTTraining(losses=losses, accuracy=accuracy, first_step_error=first_step_error)
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,10 +19,12 @@ choices, ``smoothing=``:
 
   ``c_m(h .) = sum_w c_m(h w)``; ``N_m(h .)`` is the number of distinct ``w`` with ``c_m(h w) > 0``.
   At the highest order ``c_n`` is the raw count. At lower orders ``c_m(h w)`` is the
-  *continuation count* ``N(. h w)``: the number of distinct symbols seen before ``h w``. (A
-  lower order is only consulted when the longer context is rare, and then what matters is how
-  many contexts a symbol follows, not how often it occurs: "Francisco" is frequent but follows
-  only "San".) A context never seen at order ``m`` (``c_m(h .) = 0``) passes ``p_{m-1}``
+  *continuation count* ``N(. h w)``: the number of distinct symbols seen before ``h w``. (The
+  model is *interpolated*, not backed off: the lower order is always mixed in, with the weight
+  ``D_m N_m(h .) / c_m(h .)``, which is large when the context is rare or followed by many
+  different symbols. What the lower order counts is how many contexts a symbol follows, not how
+  often it occurs: "Francisco" is frequent but follows only "San".) A context never seen at
+  order ``m`` (``c_m(h .) = 0``) passes ``p_{m-1}``
   through unchanged. The discount defaults to Ney's estimate ``D_m = n1 / (n1 + 2 n2)``, where
   ``n1`` and ``n2`` are how many order-``m`` n-grams have count exactly 1 and 2.
 

@@ -3,8 +3,9 @@
 - :func:`make_dates`: human-readable dates -> ISO 8601 (seq2seq and attention, notebooks 7-8, 13).
 - :func:`copy_task`, :func:`reverse_task`: map a token sequence to itself or its reverse;
   :func:`make_reversals`: digit strings of many lengths and their reverses (notebooks 7-8).
-- :func:`adding_problem`: the long-range memory task of Hochreiter & Schmidhuber (1997), where a
-  vanilla RNN fails once the sequence is long and an LSTM succeeds (notebooks 4-5).
+- :func:`adding_problem`: the long-range memory task of Hochreiter & Schmidhuber (1997), in the later
+  form with values in [0, 1) and the raw sum as target (Le, Jaitly & Hinton, 2015), where a vanilla RNN
+  fails once the sequence is long and an LSTM succeeds (notebooks 4-5).
 
 The same seed always gives the same data, on every machine (torch's CPU generator and Python's
 ``random.Random`` are both platform-independent).
