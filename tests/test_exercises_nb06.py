@@ -8,7 +8,7 @@ import torch
 
 from exercise_helpers import failure_message
 
-from seqlab.exercises import check
+from seqlab.exercises import EXERCISES, check
 from seqlab.exercises.nb06_deep import _reverse_within, measure_error_ratio
 from seqlab.experiments.word_boundaries import TAGGER_CONFIGS, space_taggers
 from seqlab.nn import GRU
@@ -150,3 +150,25 @@ def test_predictions_near_the_measurement_pass_and_far_ones_are_told_why():
     assert "Less than that" in high
     assert "answer with a positive number" in failure_message("predict_error_ratio", lambda: "3x")
     assert "answer with a positive number" in failure_message("predict_error_ratio", lambda: -3.0)
+
+
+def test_through_bidirectional_with_the_reference_is_the_taggers_own_layer():
+    """The watch cell's plumbing: the reference bidirectional(), fed the layer's two directions as one-way GRUs,
+    gives the tagger's own tags and P(space) on a padded batch; the whole-batch flip does not."""
+    from types import SimpleNamespace
+
+    from seqlab.experiments.word_boundaries import through_bidirectional
+    from seqlab.models.readout import SequenceTagger
+
+    torch.manual_seed(0)
+    tagger = SequenceTagger(12, 2, cell="gru", embed_size=5, hidden_size=4, bidirectional=True)
+    g = torch.Generator().manual_seed(1)
+    lines = [SimpleNamespace(ids=torch.randint(1, 12, (n,), generator=g)) for n in (7, 3, 5)]
+    own_tags, own_p = through_bidirectional(tagger, lines)
+    tags, p = through_bidirectional(tagger, lines, EXERCISES["bidirectional"].reference)
+    assert all(torch.equal(a, b) for a, b in zip(tags, own_tags))
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(p, own_p))
+    _, leaked = through_bidirectional(tagger, lines, lambda xs, lengths, f, b: torch.cat([f(xs), b(xs.flip(0)).flip(0)], -1))
+    assert torch.allclose(leaked[0], own_p[0], atol=1e-6) and not torch.allclose(leaked[1], own_p[1], atol=1e-6)
+    with pytest.raises(ValueError, match="bidirectional tagger"):
+        through_bidirectional(SequenceTagger(12, 2, cell="gru", embed_size=5, hidden_size=4), lines)

@@ -144,3 +144,94 @@ def test_beam_step_reference_is_the_step_inside_seqlabs_beam_search():
                        bos_id=0, eos_id=99, beam_size=3, max_len=1)
     assert [h.tokens[0] for h in kept] == [token for _, token, _ in expected]
     assert [h.log_prob for h in kept] == pytest.approx([score for _, _, score in expected])
+
+
+# -- Exercise 1: the encoder-decoder's forward pass ----------------------------------------------------
+def _forward_from_zeros(encoder, decoder, src, src_lengths, tgt_in):
+    _, c = encoder(src, src_lengths)
+    zeros = tuple(torch.zeros_like(s) for s in c) if isinstance(c, tuple) else torch.zeros_like(c)
+    return decoder(tgt_in, zeros)[0]
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_forward_from_zeros, "the decoder starts from zeros"),
+    (lambda encoder, decoder, src, src_lengths, tgt_in: decoder(tgt_in, encoder(src)[1])[0], "padding entered c"),
+    (lambda encoder, decoder, src, src_lengths, tgt_in: decoder(tgt_in, encoder(src, src_lengths)[1]),
+     "return only the logits"),
+    (lambda encoder, decoder, src, src_lengths, tgt_in: encoder(src, src_lengths)[0], "should have shape"),
+])
+def test_encoder_decoder_hints(wrong, hint):
+    assert hint in failure_message("encoder_decoder", wrong)
+
+
+def test_encoder_decoder_reference_is_seq2seq_forward():
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    torch.manual_seed(0)
+    model = Seq2Seq(Seq2SeqConfig(9, 7, hidden_size=8, embed_size=4)).eval()
+    src, lengths = torch.tensor([[3, 4, 5, 6], [7, 8, 0, 0]]), torch.tensor([4, 2])
+    tgt_in = torch.tensor([[1, 3, 4], [1, 5, 6]])
+    with torch.no_grad():
+        assert torch.equal(EXERCISES["encoder_decoder"].reference(model.encoder, model.decoder, src, lengths, tgt_in),
+                           model(src, lengths, tgt_in))
+
+
+# -- Exercise 2: greedy decoding -------------------------------------------------------------------------
+def _greedy(*, keep_eos=False, stop=True, carry=True, feed=True):
+    def decode(step, state, bos_id, eos_id, max_len):
+        token, written, start = bos_id, [], state
+        for _ in range(max_len):
+            log_probs, new_state = step(token if feed else bos_id, state)
+            state = new_state if carry else start
+            token = int(log_probs.argmax())
+            if token == eos_id and stop:
+                written += [token] if keep_eos else []
+                break
+            written.append(token)
+        return written
+    return decode
+
+
+def _greedy_one_short(step, state, bos_id, eos_id, max_len):
+    return EXERCISES["greedy_decode"].reference(step, state, bos_id, eos_id, max_len)[:-1]
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_greedy(keep_eos=True), "leave <eos> out"),
+    (_greedy(stop=False), "stop at the first <eos>"),
+    (_greedy(carry=False), "carry the state"),
+    (_greedy(feed=False), "feed back the token just chosen"),
+    (_greedy_one_short, "one token too few"),
+    (lambda step, state, bos_id, eos_id, max_len: step(bos_id, state)[0], "return a list of token ids"),
+])
+def test_greedy_decode_hints(wrong, hint):
+    assert hint in failure_message("greedy_decode", wrong)
+
+
+def test_greedy_decode_reference_is_seq2seq_greedy_through_stepper():
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    torch.manual_seed(1)
+    model = Seq2Seq(Seq2SeqConfig(9, 7, hidden_size=8, embed_size=4)).eval()
+    for src in (torch.tensor([3, 4, 5, 6]), torch.tensor([8, 7])):
+        written = EXERCISES["greedy_decode"].reference(*model.stepper(src), model.config.bos_id, model.config.eos_id, 9)
+        assert written == model.greedy(src[None], max_len=9)[0].tolist()
+    with pytest.raises(ValueError, match="one source"):
+        model.stepper(torch.tensor([[3, 4]]))
+
+
+# -- Exercise 3 watched: beam_step inside beam_search ---------------------------------------------------------
+def test_beam_search_with_the_reference_beam_step_is_the_library_beam():
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    torch.manual_seed(2)
+    model = Seq2Seq(Seq2SeqConfig(9, 7, hidden_size=8, embed_size=4)).eval()
+    src = torch.tensor([3, 5, 7, 4])
+    own = model.beam(src, beam_size=3, max_len=6)
+    selected = model.beam(src, beam_size=3, max_len=6, select=EXERCISES["beam_step"].reference)
+    assert [h.tokens for h in selected] == [h.tokens for h in own]
+    assert [h.log_prob for h in selected] == pytest.approx([h.log_prob for h in own])
+    with pytest.raises(ValueError, match="the beam holds rows"):
+        model.beam(src, beam_size=3, max_len=6, select=lambda scores, log_probs, n: [(5, 0, 0.0)])
+    with pytest.raises(ValueError, match="triples"):
+        model.beam(src, beam_size=3, max_len=6, select=lambda scores, log_probs, n: 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seqlab.hmm import filter_step, hmm_backward, hmm_filter, hmm_smooth, sample_hmm
+from seqlab.hmm import filter_step, hmm_backward, hmm_filter, hmm_smooth, hmm_window, sample_hmm
 
 A = np.array([[0.7, 0.3], [0.3, 0.7]])     # state 0 = rain
 B = np.array([[0.9, 0.1], [0.2, 0.8]])     # observation 0 = umbrella
@@ -75,3 +75,20 @@ def test_bad_input_is_named():
         hmm_filter(A, B, PRIOR, [0.5])
     with pytest.raises(ValueError, match="steps and n must be at least 1"):
         sample_hmm(A, B, PRIOR, 0)
+
+
+def test_window_of_all_the_evidence_is_the_filter_or_the_smoother():
+    _, obs = sample_hmm(A, B, PRIOR, 9, n=5, seed=3)
+    skewed = np.array([0.9, 0.1])                               # not stationary: the window's start is pushed through A
+    assert np.allclose(hmm_window(A, B, skewed, obs, before=9), hmm_filter(A, B, skewed, obs))
+    assert np.allclose(hmm_window(A, B, skewed, obs, before=9, after=9), hmm_smooth(A, B, skewed, obs))
+    assert np.allclose(hmm_window(A, B, PRIOR, obs[0], before=9), hmm_filter(A, B, PRIOR, obs[0]))
+
+
+def test_window_of_one_observation_ignores_the_rest():
+    one = hmm_window(A, B, PRIOR, [0, 1, 1, 0], before=0)
+    assert np.allclose(one[:, 0], [0.818, 0.111, 0.111, 0.818], atol=5e-4)      # 0.9 / 1.1 and 0.1 / 0.9
+    two = hmm_window(A, B, PRIOR, [1, 1, 0, 0], before=1)
+    assert np.allclose(two[3], hmm_filter(A, B, PRIOR, [0, 0])[1])                # the last two days only
+    with pytest.raises(ValueError, match="must be >= 0"):
+        hmm_window(A, B, PRIOR, [0, 1], before=-1)

@@ -140,3 +140,13 @@ def test_count_tagger_errors():
     tagger = CountTagger().fit([TaggedLine("", torch.tensor([1, 2]), torch.tensor([1, IGNORE_INDEX]))])
     with pytest.raises(ValueError, match=r"ids must lie in 0..2"):
         tagger.predict(torch.tensor([5]))
+
+
+def test_marked_spaces_points_at_wrong_and_missing_spaces():
+    from seqlab.tagging import marked_spaces
+
+    # "to be" read as "tob e": the space after "o" is missing, the one after "b" is wrong
+    text, marks = marked_spaces("tobe", [0, 1, 0, 0], [0, 1, 0, -100])
+    assert (text, marks.rstrip()) == ("to be", "")
+    text, marks = marked_spaces("tobe", [0, 0, 1, 0], [0, 1, 0, -100])
+    assert text == "tob e" and marks.rstrip() == " ^ ^"

@@ -84,7 +84,8 @@ def reorder_dim1(state: State, index: torch.Tensor) -> State:
 
 def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]], state: State, *,
                 bos_id: int, eos_id: int, beam_size: int = 4, max_len: int = 50, length_penalty: float = 0.0,
-                reorder: Callable[[State, torch.Tensor], State] = reorder_dim1) -> list[Hypothesis]:
+                reorder: Callable[[State, torch.Tensor], State] = reorder_dim1,
+                select: Callable[[torch.Tensor, torch.Tensor, int], list] | None = None) -> list[Hypothesis]:
     """The ``beam_size`` most probable outputs of a decoder, best first, by :meth:`Hypothesis.score`.
 
     ``step(tokens, state)`` takes the last token of each live hypothesis ``(n,)`` and their states
@@ -95,7 +96,9 @@ def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]
     ``max_len`` steps or, with ``length_penalty == 0`` (where a score can only fall as its
     hypothesis grows), as soon as ``beam_size`` hypotheses have finished and no live one can
     still beat them. Finished hypotheses rank before those cut off at ``max_len``.
-    ``beam_size=1`` is greedy decoding.
+    ``beam_size=1`` is greedy decoding. ``select(scores (n,), log_probs (n, V), count)``, if given, picks
+    the ``count`` best extensions as ``(row, token, new_score)`` triples, best first, in place of the
+    built-in top-k (notebook 7 plugs the student's ``beam_step`` in here).
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
@@ -110,13 +113,17 @@ def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]
         if log_probs.dim() != 2 or log_probs.shape[0] != len(alive):
             raise ValueError(f"step must return log-probabilities of shape (n, V) = ({len(alive)}, V), "
                              f"got {tuple(log_probs.shape)}")
-        candidates = (alive_log_probs[:, None] + log_probs.detach().float().cpu()).flatten()   # (n * V,)
         vocab = log_probs.shape[1]
         # 2 * beam_size candidates always leave beam_size that do not end in <eos>
-        top = candidates.topk(min(2 * beam_size, candidates.numel()))
+        count = min(2 * beam_size, len(alive) * vocab)
+        if select is None:
+            candidates = (alive_log_probs[:, None] + log_probs.detach().float().cpu()).flatten()   # (n * V,)
+            top = candidates.topk(count)
+            chosen = [(*divmod(flat, vocab), score) for score, flat in zip(top.values.tolist(), top.indices.tolist())]
+        else:
+            chosen = _selected(select(alive_log_probs.clone(), log_probs.detach().float().cpu(), count), len(alive), vocab)
         keep_rows, keep_tokens, keep_scores = [], [], []
-        for score, flat in zip(top.values.tolist(), top.indices.tolist()):
-            row, token = divmod(flat, vocab)
+        for row, token, score in chosen:
             if token == eos_id:
                 finished.append(Hypothesis(alive[row], score, True))
             elif len(keep_rows) < beam_size:
@@ -138,6 +145,20 @@ def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]
         finished += [Hypothesis(tokens, score, False) for tokens, score in zip(alive, alive_log_probs.tolist())]
     ranked = sorted(finished, key=lambda h: (not h.finished, -h.score(length_penalty)))
     return ranked[:beam_size]
+
+
+def _selected(chosen, rows: int, vocab: int) -> list[tuple[int, int, float]]:
+    """A ``select`` function's answer as ``(row, token, score)`` triples, refused with a clear error if it
+    names a hypothesis or a token that does not exist."""
+    try:
+        triples = [(int(row), int(token), float(score)) for row, token, score in chosen]
+    except (TypeError, ValueError):
+        raise ValueError(f"select must return (row, token, score) triples, got {type(chosen).__name__}") from None
+    for row, token, _ in triples:
+        if not (0 <= row < rows and 0 <= token < vocab):
+            raise ValueError(f"select chose row {row}, token {token}: the beam holds rows 0..{rows - 1} and the "
+                             f"vocabulary tokens 0..{vocab - 1}")
+    return triples
 
 
 def cut_at_eos(written: torch.Tensor, eos_id: int) -> list[torch.Tensor]:

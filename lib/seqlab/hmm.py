@@ -109,6 +109,27 @@ def hmm_smooth(A: ArrayLike, B: ArrayLike, prior: ArrayLike, observations: Array
     return combined / combined.sum(-1, keepdims=True)
 
 
+def hmm_window(A: ArrayLike, B: ArrayLike, prior: ArrayLike, observations: ArrayLike, before: int,
+               after: int = 0) -> np.ndarray:
+    """Beliefs ``P(X_t | e_{t-before} .. e_{t+after})`` for t = 1..T, from a window of the evidence only
+    (clipped at the ends): ``(T, S)`` or ``(N, T, S)``. A baseline with a short memory: ``before=1`` reads the
+    last two observations. The window starts from the marginal ``P(X_{lo})``, ``prior`` pushed ``lo`` steps
+    through ``A``, so a window that holds all the evidence gives :func:`hmm_smooth` (or :func:`hmm_filter`)."""
+    if before < 0 or after < 0:
+        raise ValueError(f"before and after count observations, so they must be >= 0, got {before} and {after}")
+    A, B, prior = check_hmm(A, B, prior)
+    obs = _check_observations(observations, B.shape[1])
+    batched = obs.ndim == 2
+    obs = obs if batched else obs[None]
+    T = obs.shape[1]
+    out = np.empty((obs.shape[0], T, len(prior)))
+    for t in range(T):
+        lo, hi = max(0, t - before), min(T, t + after + 1)
+        start = prior @ np.linalg.matrix_power(A, lo)                 # P(X_lo): what is known before the window
+        out[:, t] = hmm_smooth(A, B, start, obs[:, lo:hi])[:, t - lo]
+    return out if batched else out[0]
+
+
 def sample_hmm(A: ArrayLike, B: ArrayLike, prior: ArrayLike, steps: int, n: int = 1, *,
                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``n`` runs of ``steps`` steps: hidden states and observations, each ``(n, steps)`` int64.

@@ -204,3 +204,19 @@ class CountTagger:
 
     def evaluate(self, examples: Sequence[TaggedLine]) -> TagScores:
         return scores(self.predict_many([e.ids for e in examples]), torch.cat([e.tags for e in examples]))
+
+
+def marked_spaces(chars: str, predicted: Sequence[int], truth: Sequence[int]) -> tuple[str, str]:
+    """A line with the spaces a tagger put back, and under it a line with ``^`` under each wrong space or under
+    the letter before a missing one (notebook 6). ``predicted`` and ``truth`` tag each character: 1 = a space
+    follows; the last character's tag is not read."""
+    text, marks = "", ""
+    for i, ch in enumerate(chars):
+        text, marks = text + ch, marks + " "
+        if i == len(chars) - 1:
+            break
+        if predicted[i] == 1:
+            text, marks = text + " ", marks + ("^" if truth[i] != 1 else " ")
+        elif truth[i] == 1:
+            marks = marks[:-1] + "^"
+    return text, marks

@@ -1,5 +1,6 @@
-"""Notebook 07 — encoder-decoder: scheduled sampling's inputs, the log-probability of an output, one beam step,
-and a prediction about exposure bias (judged against the notebook's own measurement)."""
+"""Notebook 07 — encoder-decoder: the model's forward pass and greedy decoding (both watched on the trained date
+translator), one beam step (watched driving beam search), scheduled sampling's inputs, the log-probability of an
+output, and a prediction about exposure bias (judged against the notebook's own measurement)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,172 @@ from torch import Tensor
 from seqlab.exercises._core import Case, Exercise, Measured, first_difference, register, tensor_hint
 
 BOS, EOS = 1, 2
+
+
+# -- the encoder-decoder's forward pass ---------------------------------------------------------------
+def _encoder_decoder(encoder, decoder, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+    _, c = encoder(src, src_lengths)                 # c: the encoder's final state, after each source's own end
+    logits, _ = decoder(tgt_in, c)                   # s_0 = c, then one step per input token: (B, T, V)
+    return logits
+
+
+def _small_seq2seq(cell: str, num_layers: int, seed: int):
+    from seqlab.models.seq2seq import Seq2Seq, Seq2SeqConfig     # here, not at import: models import the exercises' users
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Seq2Seq(Seq2SeqConfig(9, 7, cell=cell, embed_size=4, hidden_size=6, num_layers=num_layers)).eval()
+    return model
+
+
+def _forward_case(cell: str, num_layers: int, lengths: list[int], target_len: int, seed: int) -> tuple:
+    model = _small_seq2seq(cell, num_layers, seed)
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, 9, (len(lengths), max(lengths)), generator=g)
+    for b, n in enumerate(lengths):
+        src[b, n:] = 0                                                   # padding
+    tgt_in = torch.randint(3, 7, (len(lengths), target_len), generator=g)
+    tgt_in[:, 0] = BOS
+    return model.encoder, model.decoder, src, torch.tensor(lengths), tgt_in
+
+
+def _zeros_like_state(state):
+    return tuple(torch.zeros_like(s) for s in state) if isinstance(state, tuple) else torch.zeros_like(state)
+
+
+def _diagnose_forward(args: tuple, got: Any, expected: Tensor) -> str | None:
+    encoder, decoder, src, src_lengths, tgt_in = args
+    if isinstance(got, tuple) and got and isinstance(got[0], Tensor) and got[0].shape == expected.shape:
+        return "return only the logits (B, T, V); the decoder also returns its last state, which forward drops."
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint + " The decoder's logits have one row per input token of tgt_in: (B, T, V)."
+    got = got.detach()
+    with torch.no_grad():
+        _, c = encoder(src, src_lengths)
+        from_zeros, _ = decoder(tgt_in, _zeros_like_state(c))
+        _, c_padded = encoder(src)
+        with_padding, _ = decoder(tgt_in, c_padded)
+    if torch.allclose(got, from_zeros, atol=1e-6):
+        return ("the decoder starts from zeros, so it never hears the source: start it from the encoder's final "
+                "state, s_0 = c (the second thing encoder(...) returns).")
+    if torch.allclose(got, with_padding, atol=1e-6):
+        return (f"padding entered c: without src_lengths the encoder reads the pad steps of the shorter sources "
+                f"(lengths {src_lengths.tolist()}) before its final state. Pass src_lengths to the encoder.")
+    return f"{first_difference(got, expected, atol=1e-6)}."
+
+
+register(Exercise(
+    name="encoder_decoder",
+    signature="encoder_decoder(encoder, decoder, src: LongTensor (B, S), src_lengths: LongTensor (B,), tgt_in: "
+              "LongTensor (B, T)) -> logits (B, T, V); encoder(src, lengths) -> (outputs, c), decoder(tgt_in, "
+              "state) -> (logits, state)",
+    reference=_encoder_decoder,
+    cases=[Case(_forward_case("gru", 1, [5, 3, 2], 4, seed=0), "three sources of lengths 5, 3, 2 (padded), one GRU layer"),
+           Case(_forward_case("gru", 2, [4, 4], 3, seed=1), "two sources of the same length, two GRU layers"),
+           Case(_forward_case("lstm", 1, [2, 6], 5, seed=2),
+                "an LSTM encoder-decoder, whose state is a pair (h, c): pass it on whole")],
+    hint="encode the source with its lengths and keep the final state c; decode tgt_in starting from c; return the "
+         "logits.",
+    diagnose=_diagnose_forward,
+    same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape
+    and bool(torch.allclose(got.detach(), expected, atol=1e-6)),
+))
+
+
+# -- greedy decoding ------------------------------------------------------------------------------------
+def _greedy_decode(step, state, bos_id: int, eos_id: int, max_len: int) -> list[int]:
+    token, written = bos_id, []
+    for _ in range(max_len):
+        log_probs, state = step(token, state)        # p(. | y_<t, x): (V,)
+        token = int(log_probs.argmax())              # the likeliest next token
+        if token == eos_id:
+            break
+        written.append(token)                        # fed back at the next step
+    return written
+
+
+class _ToyDecoder:
+    """A small fixed decoder for the greedy checker: s_t = tanh(W s_{t-1} + E[y_{t-1}]), log-softmax(U s_t)."""
+
+    def __init__(self, vocab: int, hidden: int, seed: int, eos_bias: float):
+        g = torch.Generator().manual_seed(seed)
+        self.W = torch.randn(hidden, hidden, generator=g, dtype=torch.float64)
+        self.E = 2 * torch.randn(vocab, hidden, generator=g, dtype=torch.float64)
+        self.U = 3 * torch.randn(vocab, hidden, generator=g, dtype=torch.float64)
+        self.bias = torch.zeros(vocab, dtype=torch.float64)
+        self.bias[EOS] = eos_bias                                         # how soon <eos> tends to come
+        self.bias[:EOS] = -30.0                                           # it never writes <pad> or <bos>
+        self.start = torch.randn(hidden, generator=g, dtype=torch.float64)
+
+    def __call__(self, token: int, state: Tensor) -> tuple[Tensor, Tensor]:
+        state = torch.tanh(self.W @ state + self.E[int(token)])
+        return torch.log_softmax(self.U @ state + self.bias, dim=-1), state
+
+    def __repr__(self) -> str:
+        return f"a decoder step over {len(self.E)} tokens"
+
+
+def _greedy_case(vocab: int, seed: int, eos_bias: float, max_len: int) -> tuple:
+    toy = _ToyDecoder(vocab, 5, seed, eos_bias)
+    return toy, toy.start.clone(), BOS, EOS, max_len
+
+
+def _greedy_variants(step, state, bos_id: int, eos_id: int, max_len: int) -> dict[str, list[int]]:
+    """What the usual mistakes write, for the diagnosis."""
+    def run(*, keep_eos=False, stop=True, carry=True, feed=True):
+        token, written, s = bos_id, [], state
+        for _ in range(max_len):
+            log_probs, new_s = step(token if feed else bos_id, s)
+            s = new_s if carry else state
+            token = int(log_probs.argmax())
+            if token == eos_id and stop:
+                if keep_eos:
+                    written.append(token)
+                break
+            written.append(token)
+        return written
+    return {"keeps <eos>": run(keep_eos=True), "never stops": run(stop=False),
+            "state not carried": run(carry=False), "<bos> fed every step": run(feed=False)}
+
+
+_GREEDY_HINTS = {
+    "keeps <eos>": "leave <eos> out of the output: it only says where to stop (translate's outputs never hold it).",
+    "never stops": "stop at the first <eos>: what the decoder writes after it is not part of the output.",
+    "state not carried": "carry the state: each step returns a new state, and the next step must start from it, or "
+                         "every step starts again from c.",
+    "<bos> fed every step": "feed back the token just chosen: step t reads y_(t-1), the decoder's own previous "
+                            "output; only the first step reads <bos>.",
+}
+
+
+def _diagnose_greedy(args: tuple, got: Any, expected: list[int]) -> str | None:
+    if isinstance(got, Tensor):
+        got = got.tolist()
+    if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) and not isinstance(t, bool) for t in got):
+        return "return a list of token ids (ints), without <bos> and without <eos>."
+    for mistake, written in _greedy_variants(*args).items():
+        if list(got) == written and written != expected:
+            return _GREEDY_HINTS[mistake]
+    if list(got) == expected[:-1] or list(got) == expected[1:]:
+        return "one token too few: every token up to (not including) <eos> belongs to the output."
+    return None
+
+
+register(Exercise(
+    name="greedy_decode",
+    signature="greedy_decode(step, state, bos_id: int, eos_id: int, max_len: int) -> list[int], the tokens written "
+              "before <eos>; step(token: int, state) -> (log_probs (V,), new state)",
+    reference=_greedy_decode,
+    cases=[Case(_greedy_case(8, seed=38, eos_bias=0.0, max_len=10), "a decoder that writes five tokens, then <eos>"),
+           Case(_greedy_case(7, seed=0, eos_bias=0.0, max_len=12), "another decoder: six tokens, then <eos>"),
+           Case(_greedy_case(7, seed=5, eos_bias=-30.0, max_len=6),
+                "a decoder that never writes <eos>: stop after max_len = 6 tokens")],
+    hint="start from bos_id; at each step call step(token, state), take the argmax as the next token, stop at "
+         "eos_id (left out) or after max_len tokens, and feed each token and state into the next step.",
+    diagnose=_diagnose_greedy,
+    same=lambda got, expected: isinstance(got, (list, tuple, Tensor))
+    and list(got.tolist() if isinstance(got, Tensor) else got) == expected,
+))
 
 
 def _log_probs(T: int, V: int, seed: int) -> Tensor:

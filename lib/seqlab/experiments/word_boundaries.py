@@ -60,3 +60,38 @@ def measure_error_ratio() -> dict[str, float]:
     test = PaddedBatches(word_boundary_data().test, 512, shuffle=False)
     errors = {name: 1 - evaluate_tagger(space_taggers()[name][0], test).accuracy for name in ("uni-1", "bi-1")}
     return errors | {"ratio": errors["uni-1"] / errors["bi-1"]}
+
+
+def through_bidirectional(model: torch.nn.Module, examples: list, bidirectional=None) -> tuple[list, list]:
+    """Run a trained bidirectional tagger (``bi-1``) on ``examples`` as one padded batch, its layer computed by
+    ``bidirectional(xs (T, B, F), lengths, forward_rnn, backward_rnn)`` (notebook 6's Exercise 1; time first)
+    from the layer's two directions as one-way GRUs, or by the model itself when ``bidirectional`` is None.
+    Returns each example's predicted tags ``(n,)`` and ``P(space)`` ``(n,)``, as two lists."""
+    from seqlab.nn import GRU
+
+    rnn = model.rnn
+    if not rnn.bidirectional or rnn.num_layers != 1:
+        raise ValueError("through_bidirectional needs a one-layer bidirectional tagger such as bi-1")
+
+    def one_way(suffix: str):                 # one direction of the layer, run from index 0 up: (T, B, F) -> (T, B, H)
+        gru = GRU(rnn.input_size, rnn.hidden_size)
+        gru.load_state_dict({f"{name}_l0": getattr(rnn, f"{name}_l0{suffix}")
+                             for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")})
+        return lambda xs: gru(xs)[0]
+
+    lengths = torch.tensor([len(e.ids) for e in examples])
+    ids = torch.zeros(int(lengths.max()), len(examples), dtype=torch.long)     # (T, B): time first, 0 = padding
+    for b, e in enumerate(examples):
+        ids[:len(e.ids), b] = e.ids
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            if bidirectional is None:
+                logits = model(ids.T, lengths).transpose(0, 1)                     # (T, B, 2)
+            else:
+                logits = model.head(bidirectional(model.embed(ids), lengths, one_way(""), one_way("_reverse")))
+    finally:
+        model.train(was_training)
+    tags, p_space = logits.argmax(-1), logits.softmax(-1)[..., 1]
+    return [tags[:n, b] for b, n in enumerate(lengths.tolist())], [p_space[:n, b] for b, n in enumerate(lengths.tolist())]

@@ -153,9 +153,9 @@ class Seq2Seq(nn.Module):
 
     @torch.no_grad()
     def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
-             length_penalty: float = 0.0) -> list[Hypothesis]:
+             length_penalty: float = 0.0, select=None) -> list[Hypothesis]:
         """The ``beam_size`` best translations of *one* source ``(S,)``, best first (see
-        :func:`~seqlab.decoding.beam_search`)."""
+        :func:`~seqlab.decoding.beam_search`, which also says what ``select`` is)."""
         if not isinstance(src, Tensor) or src.dim() != 1:
             shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
             raise ValueError(f"beam translates one source: expected ids of shape (S,), got {shape}")
@@ -165,7 +165,25 @@ class Seq2Seq(nn.Module):
             return self._step(tokens, state, memory.expand(len(tokens), -1, -1), None)
 
         return beam_search(step, state, bos_id=self.config.bos_id, eos_id=self.config.eos_id,
-                           beam_size=beam_size, max_len=max_len, length_penalty=length_penalty)
+                           beam_size=beam_size, max_len=max_len, length_penalty=length_penalty, select=select)
+
+    def stepper(self, src: Tensor) -> tuple[Callable[[int, State], tuple[Tensor, State]], State]:
+        """The decoder of *one* source ``(S,)`` as a function, for hand-written decoding loops: returns
+        ``(step, state)``, where ``state`` is the encoder's final state :math:`c` and
+        ``step(token: int, state) -> (log_probs (V,), new state)`` runs one decoder step without gradients."""
+        if not isinstance(src, Tensor) or src.dim() != 1:
+            shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
+            raise ValueError(f"stepper decodes one source: expected ids of shape (S,), got {shape}")
+        with torch.no_grad():
+            memory, _, state = self.encode(src[None], None)
+
+        @torch.no_grad()
+        def step(token: int, state: State) -> tuple[Tensor, State]:
+            tokens = torch.tensor([int(token)], device=src.device)
+            log_probs, state = self._step(tokens, state, memory, None)
+            return log_probs[0], state
+
+        return step, state
 
     @torch.no_grad()
     def alignment(self, src: Tensor, output: Tensor) -> Tensor:
