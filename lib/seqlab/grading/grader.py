@@ -45,6 +45,8 @@ FORBIDDEN = {
     "cached_attention_step": ("scaled_dot_product_attention",),
     "sublayer_connection": ("TransformerEncoderLayer", "TransformerDecoderLayer"),
     "cross_attention_sublayer": ("TransformerDecoderLayer",),
+    "decoder_block": ("TransformerDecoderLayer", "TransformerDecoder", "decoder_block_slip"),
+    "gpt_forward": ("GPT", "ListingGPT", "gpt_listing", "YourGPT"),
 }
 
 
