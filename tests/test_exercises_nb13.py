@@ -11,7 +11,8 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb13_transformer_model")) == {"encoder_layer_parameters", "cross_attention_sublayer"}
+    assert set(exercises_of("nb13_transformer_model")) == {"predict_encoder_layer_parameters", "cross_attention_sublayer",
+                                                             "decoder_block"}
     assert all(check(name, ex.reference) for name, ex in exercises_of("nb13_transformer_model").items())
 
 
@@ -27,12 +28,12 @@ def count(attention=4, biases=True, ffn_matrices=2, norms=2, betas=True, cross=F
 
 
 def test_the_right_formula_passes_and_matches_the_papers_layer():
-    assert check("encoder_layer_parameters", count())
-    assert EXERCISES["encoder_layer_parameters"].reference(512, 2048) == 3_152_384
+    assert check("predict_encoder_layer_parameters", count())
+    assert EXERCISES["predict_encoder_layer_parameters"].reference(512, 2048) == 3_152_384
     # the layer inside torch.nn.Transformer() has the same count
     torch_layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, device="meta")
     assert sum(p.numel() for p in torch_layer.parameters()) == 3_152_384
-    assert EXERCISES["encoder_layer_parameters"].reference(64, 256, 4) == EXERCISES["encoder_layer_parameters"].reference(64, 256)
+    assert EXERCISES["predict_encoder_layer_parameters"].reference(64, 256, 4) == EXERCISES["predict_encoder_layer_parameters"].reference(64, 256)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -46,7 +47,7 @@ def test_the_right_formula_passes_and_matches_the_papers_layer():
     (lambda d, d_ff: 12 * d * d, "off by"),
 ])
 def test_parameter_count_hints_name_the_missing_piece_and_both_numbers(wrong, hint):
-    text = failure_message("encoder_layer_parameters", wrong)
+    text = failure_message("predict_encoder_layer_parameters", wrong)
     assert hint in text
     if "whole number" not in hint:
         assert "measured 3,152,384" in text                          # the first case is the paper's layer
@@ -55,7 +56,7 @@ def test_parameter_count_hints_name_the_missing_piece_and_both_numbers(wrong, hi
 def test_ffn_bias_hint():
     def no_ffn_biases(d, d_ff):
         return 4 * d * d + 4 * d + 2 * d * d_ff + 4 * d
-    assert "the FFN has biases too" in failure_message("encoder_layer_parameters", no_ffn_biases)
+    assert "the FFN has biases too" in failure_message("predict_encoder_layer_parameters", no_ffn_biases)
 
 
 def test_the_cross_attention_sublayer_reference_is_the_decoder_layers_second_sublayer():
@@ -125,3 +126,60 @@ def test_the_missing_mask_hint_says_how_much_weight_went_to_padding():
     text = failure_message("cross_attention_sublayer", CROSS_MISTAKES["no padding mask"])
     share = float(text.split("puts up to ")[1].split(" of its weight")[0])
     assert 0.05 < share < 1                                   # a visible share of the weight, not a rounding error
+
+
+def test_an_unwritten_prediction_gets_no_hint_and_no_count():
+    def unwritten(d_model, d_ff):
+        raise NotImplementedError
+    said = repr(check("predict_encoder_layer_parameters", unwritten))
+    assert "no prediction yet" in said and "3,152,384" not in said and "3152384" not in said
+
+
+# -- decoder_block ------------------------------------------------------------------------------------------------
+from seqlab.exercises.nb13_transformer_model import DECODER_SLIPS, decoder_block_slip, decoding_with  # noqa: E402
+
+
+@pytest.mark.parametrize("slip", sorted(DECODER_SLIPS))
+def test_each_decoder_slip_gets_its_diagnosis(slip):
+    assert DECODER_SLIPS[slip] in failure_message("decoder_block", decoder_block_slip(slip))
+
+
+def test_decoder_block_other_mistakes():
+    ref = EXERCISES["decoder_block"].reference
+
+    def as_tuple(y, memory, padding, layer):
+        return ref(y, memory, padding, layer), None
+    assert "you returned a tuple" in failure_message("decoder_block", as_tuple)
+
+    def no_ffn_residual(y, memory, padding, layer):
+        T = y.shape[1]
+        h = layer.norm1(y)
+        y = y + layer.self_attn(h, h, h, attn_mask=torch.ones(T, T, dtype=torch.bool).triu(1), need_weights=False)[0]
+        h = layer.norm2(y)
+        y = y + layer.multihead_attn(h, memory, memory, key_padding_mask=padding, need_weights=False)[0]
+        return layer.linear2(layer.activation(layer.linear1(layer.norm3(y))))
+    assert "the FFN sublayer's residual is missing" in failure_message("decoder_block", no_ffn_residual)
+
+
+def test_the_library_layer_is_the_reference_and_the_reverser_runs_on_a_plugged_block():
+    """The reference equals seqlab's pre-norm TransformerDecoderLayer; plugged into the trained reverser it decodes
+    exactly as the model does, and a slip changes what it writes."""
+    from seqlab.data import make_reversals
+    from seqlab.data.pairs import pair_vocabs
+    from seqlab.pretrained import load_reverser
+
+    y, memory, padding, layer = EXERCISES["decoder_block"].cases[0].args
+    with torch.no_grad():
+        library = layer(y, memory, tgt_is_causal=True, memory_key_padding_mask=padding)
+        assert torch.allclose(EXERCISES["decoder_block"].reference(y, memory, padding, layer), library, atol=1e-12)
+    model, _ = load_reverser("reverser-transformer")
+    vocab, _ = pair_vocabs(make_reversals(50_000, min_len=2, max_len=24, seed=0))
+    src = torch.stack([vocab.encode(s) for s in ("0123456789", "9876501234")])
+    own = model.greedy(src, max_len=12)
+    model.decode = decoding_with(model, EXERCISES["decoder_block"].reference)
+    plugged = model.greedy(src, max_len=12)
+    model.decode = decoding_with(model, decoder_block_slip("keys and values from the decoder"))
+    slipped = model.greedy(src, max_len=12)
+    del model.decode
+    assert all(torch.equal(a, b) for a, b in zip(own, plugged))
+    assert not all(torch.equal(a, b) for a, b in zip(own, slipped))

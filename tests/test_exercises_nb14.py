@@ -12,8 +12,8 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass_and_the_messages_are_short():
-    assert set(exercises_of("nb14_gpt")) == {"top_k_filter"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb14_gpt").items())
+    assert set(exercises_of("nb14_gpt")) == {"gpt_forward", "predict_outside_top_5", "top_k_filter"}
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb14_gpt").items() if ex.measured is None)
     text = failure_message("top_k_filter", threshold(whole_tensor=True))        # right on one row, wrong on three
     assert "check 2 of 5" in text and "<tensor of shape (3, 8), float64>" in text and len(text.splitlines()) == 3
     assert "tensor([[" not in text
@@ -84,3 +84,127 @@ def test_top_k_unchanged_logits_for_k_at_least_v_is_named():
         return logits.masked_fill(logits <= logits.min(-1, keepdim=True).values, NEG_INF) if k >= logits.shape[-1] \
             else threshold()(logits, k)
     assert "nothing to cut" in failure_message("top_k_filter", cuts_one_too_many_at_v)
+
+
+# -- gpt_forward ------------------------------------------------------------------------------------------------
+def gpt_forward(positions=True, scale=False, final_norm=True, mask="tril", bias=True, chain=True, readout="tied",
+                output="logits"):
+    def f(ids, W, block, layer_norm):
+        T, d = ids.shape[1], W["E"].shape[1]
+        X = W["E"][ids] * (d ** 0.5 if scale else 1) + (W["P"][:T] if positions else 0)
+        ones = torch.ones(T, T, dtype=torch.bool)
+        m = {"tril": ones.tril(), "none": ones, "triu": ones.triu(), "strict": ones.tril(-1),
+             "torch": ~ones.tril()}[mask]
+        start = X
+        for layer in W["blocks"]:
+            X = block(X if chain else start, layer, m)
+        if final_norm:
+            X = layer_norm(X, W["gamma"], W["beta"])
+        if readout == "untied":
+            U = torch.randn(W["E"].shape, generator=torch.Generator().manual_seed(0), dtype=X.dtype)
+            logits = X @ U.T + W["b"]
+        elif readout == "transpose":
+            logits = X @ W["E"] + W["b"]
+        else:
+            logits = X @ W["E"].T + (W["b"] if bias else 0)
+        return torch.softmax(logits, -1) if output == "probabilities" else logits
+    return f
+
+
+def test_gpt_forward_reference_passes_and_each_mistake_gets_its_diagnosis():
+    assert check("gpt_forward", gpt_forward())
+    expected = {
+        "the positions are not added": dict(positions=False),
+        "multiplied by sqrt(d_model)": dict(scale=True),
+        "the final LayerNorm is missing": dict(final_norm=False),
+        "no causal mask": dict(mask="none"),
+        "the mask is the upper triangle": dict(mask="triu"),
+        "the diagonal is cut from the mask": dict(mask="strict"),
+        "torch's meaning of a bool mask": dict(mask="torch"),
+        "the read-out's bias is missing": dict(bias=False),
+        "each block reads the embeddings": dict(chain=False),
+        "not through the embedding: tie it": dict(readout="untied"),
+        "you returned (log-)probabilities": dict(output="probabilities"),
+    }
+    for words, mistake in expected.items():
+        text = failure_message("gpt_forward", gpt_forward(**mistake))
+        assert words in text, (mistake, text)
+    assert "should have shape" in failure_message("gpt_forward", gpt_forward(readout="transpose")) or \
+        "raised" in failure_message("gpt_forward", gpt_forward(readout="transpose"))
+
+
+def test_your_gpt_on_charlm_gpts_weights_writes_what_the_library_writes():
+    """The watch of notebook 14: the reference gpt_forward, on charlm-gpt's weights, gives the library's logits
+    exactly and so the same sampled text; a mistake gives other text."""
+    from seqlab import pretrained
+    from seqlab.exercises.nb14_gpt import YourGPT
+    from seqlab.exercises.pieces import piece
+
+    gpt, _ = pretrained.load_pretrained("charlm-gpt")
+
+    def yours(fn):
+        model = YourGPT(gpt.config, fn, piece("block").fn, piece("layer_norm").fn)
+        model.load_state_dict(gpt.state_dict())
+        return model
+
+    ids = torch.randint(0, gpt.config.vocab_size, (2, 64), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(yours(EXERCISES["gpt_forward"].reference)(ids), gpt(ids))
+    prompt = ids[:, :5]
+    draw = dict(temperature=0.8, generator=None)
+    texts = {}
+    for name, fn in {"reference": EXERCISES["gpt_forward"].reference, "no mask": gpt_forward(mask="none")}.items():
+        texts[name] = yours(fn).generate(prompt, 40, **{**draw, "generator": torch.Generator().manual_seed(0)})
+    library = gpt.generate(prompt, 40, temperature=0.8, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(texts["reference"], library) and not torch.equal(texts["no mask"], library)
+    with pytest.raises(ValueError, match="KV cache"):
+        yours(EXERCISES["gpt_forward"].reference)(ids, cache=gpt.new_cache())
+
+
+# -- predict_outside_top_5 ----------------------------------------------------------------------------------------
+def test_the_top_5_prediction_is_judged_against_the_measurement_and_never_given_away():
+    from exercise_helpers import measurement_error
+
+    assert "no prediction yet" in repr(check("predict_outside_top_5", lambda: None, measured=0.153))
+    assert "15.3" not in repr(check("predict_outside_top_5", lambda: None, measured=0.153))
+    assert check("predict_outside_top_5", lambda: 0.19, measured=0.153)
+    assert "far from sure" in failure_message("predict_outside_top_5", lambda: 0.02, measured=0.153)
+    assert "first few guesses" in failure_message("predict_outside_top_5", lambda: 0.5, measured=0.153)
+    assert "not a percentage" in failure_message("predict_outside_top_5", lambda: 15, measured=0.153)
+    assert "cut[5][1]" in measurement_error("predict_outside_top_5", None, TypeError)
+    assert "between 0 and 1" in measurement_error("predict_outside_top_5", 1.5, ValueError)
+
+
+# -- the chain of pieces (seqlab.exercises.pieces) ------------------------------------------------------------------
+def test_a_piece_is_the_students_checked_answer_else_the_reference(monkeypatch):
+    from seqlab.exercises import _core, pieces
+
+    monkeypatch.setitem(pieces.PIECES, "layer_norm",
+                        pieces.Piece("top_k_filter", "14", pieces.reference_layer_norm, adapt=lambda f: ("adapted", f)))
+    monkeypatch.delitem(_core.PASSED, "top_k_filter", raising=False)
+    assert pieces.piece("layer_norm").fn is pieces.reference_layer_norm and not pieces.piece("layer_norm").yours
+
+    def wrong(logits, k):
+        return logits
+    check("top_k_filter", wrong)                                      # a failed check is not taken
+    assert not pieces.piece("layer_norm").yours
+    answer = EXERCISES["top_k_filter"].reference
+    assert check("top_k_filter", answer)
+    used = pieces.piece("layer_norm")
+    assert used.yours and used.fn == ("adapted", answer) and used.label == "your top_k_filter (notebook 14)"
+    monkeypatch.delitem(_core.PASSED, "top_k_filter")
+    with pytest.raises(KeyError, match="no piece named"):
+        pieces.piece("attention_from_nowhere")
+
+
+def test_the_reference_pieces_equal_the_librarys_modules():
+    from seqlab.exercises.pieces import reference_block, reference_layer_norm
+    from seqlab.models import GPT, GPTConfig
+
+    model = GPT(GPTConfig(vocab_size=11, max_len=9, d_model=8, num_layers=1, nhead=2)).double()
+    X = torch.randn(2, 6, 8, dtype=torch.float64)
+    layer = model.blocks[0]
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    with torch.no_grad():
+        assert torch.equal(reference_layer_norm(X, layer.norm1.weight, layer.norm1.bias), layer.norm1(X))
+        assert torch.allclose(reference_block(X, layer, mask), layer(X, is_causal=True), atol=1e-12)

@@ -241,3 +241,36 @@ def test_cuda_cached_generation_matches_the_cpu():
     on_gpu = model.to("cuda").generate(prompt.cuda(), 20, temperature=0.0)
     assert torch.equal(on_gpu.cpu(), on_cpu)
     assert torch.equal(on_gpu, model.generate(prompt.cuda(), 20, temperature=0.0, use_cache=False))
+
+
+# -- the listing of notebook 14 (seqlab.models.gpt_listing), the teaching twin -------------------------------
+@pytest.mark.parametrize("num_layers, dim_feedforward", [(2, None), (3, 40)])
+def test_the_listing_loads_gpts_weights_and_gives_equal_logits(num_layers, dim_feedforward):
+    """The one-file listing of notebook 14 can never go stale: GPT's state_dict loads into it strictly and the two
+    give the same logits (float64, to rounding), so every line of the listing is the library's model."""
+    from seqlab.models.gpt_listing import ListingGPT
+
+    gpt = small(num_layers=num_layers, dim_feedforward=dim_feedforward).double()
+    c = gpt.config
+    listing = ListingGPT(c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward).double()
+    listing.load_state_dict(gpt.state_dict())                       # strict: the same names and shapes
+    assert listing.head.weight is listing.embed.weight              # tied, as the library's
+    assert sum(p.numel() for p in listing.parameters()) == gpt.num_parameters()
+    ids = torch.randint(0, V, (3, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(listing(ids), gpt(ids), rtol=1e-10, atol=1e-10)
+        assert torch.allclose(listing(ids[:, :5]), gpt(ids[:, :5]), rtol=1e-10, atol=1e-10)   # shorter windows
+
+
+def test_the_listing_matches_charlm_gpt():
+    """The same on the course's trained checkpoint, in float32, as notebook 14 shows it."""
+    from seqlab import pretrained
+    from seqlab.models.gpt_listing import ListingGPT
+
+    gpt, _ = pretrained.load_pretrained("charlm-gpt")
+    c = gpt.config
+    listing = ListingGPT(c.vocab_size, c.max_len, c.d_model, c.num_layers, c.nhead, c.dim_feedforward)
+    listing.load_state_dict(gpt.state_dict())
+    ids = torch.randint(0, c.vocab_size, (2, c.max_len), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert (listing(ids) - gpt(ids)).abs().max() < 1e-4

@@ -108,6 +108,7 @@ class CheckResult:
 
 
 EXERCISES: dict[str, Exercise] = {}
+PASSED: dict[str, Callable[..., Any]] = {}   # exercise name -> the student's function that check() last passed
 REGISTERED_BY: dict[str, str] = {}      # exercise name -> the module that registered it (its notebook's)
 
 
@@ -183,6 +184,8 @@ def check(name: str, student_fn: Callable[..., Any], *, measured: Any = None) ->
         if not verdict.passed:
             return CheckResult(name, False, f"{where}:\n   {call} should be {_short(expected)}, "
                                             f"got {_short(got)}.\n   Hint: {verdict.hint}", number)
+    if not ex.is_prediction:
+        PASSED[name] = student_fn             # for later exercises that build on it (seqlab.exercises.pieces)
     return CheckResult(name, True, f"✅ PASS {name}: all {len(ex.cases)} checks pass.")
 
 

@@ -1,8 +1,10 @@
-"""Notebook 13 — the whole Transformer: predicting an encoder layer's parameter count before measuring it, and
-the decoder's cross-attention sublayer built from its modules."""
+"""Notebook 13 — the whole Transformer: predicting an encoder layer's parameter count before measuring it, the
+decoder's cross-attention sublayer built from its modules, and the whole pre-norm decoder block, watched inside the
+trained reversal Transformer (:func:`decoding_with`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -11,7 +13,7 @@ from torch import Tensor, nn
 from seqlab.exercises._core import Case, Exercise, randn64, register, tensor_hint, tensors_close
 from seqlab.nn.layer_norm import LayerNorm
 from seqlab.nn.multihead import MultiheadAttention
-from seqlab.nn.transformer import TransformerEncoderLayer
+from seqlab.nn.transformer import TransformerDecoderLayer, TransformerEncoderLayer
 
 
 def _close(a: Any, b: Tensor) -> bool:
@@ -49,8 +51,8 @@ def _diagnose_count(args: tuple, got: Any, expected: int) -> str | None:
 
 
 register(Exercise(
-    name="encoder_layer_parameters",
-    signature="encoder_layer_parameters(d_model: int, d_ff: int) -> int, your prediction of the parameter count "
+    name="predict_encoder_layer_parameters",
+    signature="predict_encoder_layer_parameters(d_model: int, d_ff: int) -> int, your prediction of the parameter count "
               "of one encoder layer (checked against a measured seqlab TransformerEncoderLayer)",
     reference=measured_encoder_layer_parameters,
     cases=[Case((512, 2048), "the paper's base model: d_model = 512, d_ff = 2048"),
@@ -171,3 +173,141 @@ register(Exercise(
     diagnose=_diagnose_cross_sublayer,
     same=lambda got, expected: isinstance(got, Tensor) and _close(got.detach(), expected.detach()),
 ))
+
+
+# -- 3. the whole decoder block (pre-norm, as the trained reverser), watched inside the reverser ----------------
+def _decoder_block(y: Tensor, memory: Tensor, memory_padding: Tensor | None, layer: nn.Module) -> Tensor:
+    T = y.shape[1]
+    future = torch.ones(T, T, dtype=torch.bool, device=y.device).triu(1)   # torch's meaning: True = may not attend
+    h = layer.norm1(y)
+    y = y + layer.self_attn(h, h, h, attn_mask=future, need_weights=False)[0]           # masked self-attention
+    h = layer.norm2(y)
+    y = y + layer.multihead_attn(h, memory, memory, key_padding_mask=memory_padding, need_weights=False)[0]
+    h = layer.norm3(y)
+    return y + layer.linear2(layer.activation(layer.linear1(h)))                         # the FFN
+
+
+def decoder_block_slip(slip: str) -> Callable[..., Tensor]:
+    """The reference decoder block with one catalogued slip, by name (:data:`DECODER_SLIPS`): what the checker
+    recognises, and what notebook 13 runs inside the trained reverser to show what each slip does."""
+    if slip not in DECODER_SLIPS:
+        raise KeyError(f"no slip named {slip!r}; known: {sorted(DECODER_SLIPS)}")
+
+    def block(y: Tensor, memory: Tensor, memory_padding: Tensor | None, layer: nn.Module) -> Tensor:
+        T = y.shape[1]
+        future = torch.ones(T, T, dtype=torch.bool, device=y.device).triu(1)
+        mask = {"no causal mask": None, "inverted causal mask": ~future}.get(slip, future)
+        h = layer.norm1(y)
+        a = layer.self_attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        y = a if slip == "no residual" else y + a
+        h = layer.norm2(y)
+        kv = h if slip == "keys and values from the decoder" else memory
+        pad = None if slip in ("no padding mask", "keys and values from the decoder") else memory_padding
+        kv = layer.norm2(memory) if slip == "memory normalised" else kv
+        y = y + layer.multihead_attn(h, kv, kv, key_padding_mask=pad, need_weights=False)[0]
+        h = y if slip == "no norm before the FFN" else layer.norm3(y)
+        out = y + layer.linear2(layer.activation(layer.linear1(h)))
+        return layer.norm3(out) if slip == "post-norm" else out
+    return block
+
+
+DECODER_SLIPS: dict[str, str] = {
+    "no causal mask": "the self-attention has no causal mask: position t reads the target tokens after it, which in "
+                      "teacher-forced training are the answers; mask the future, attn_mask = torch.ones(T, T, "
+                      "dtype=torch.bool).triu(1) (True = may not attend).",
+    "inverted causal mask": "the causal mask is inverted: in torch's meaning True marks what may *not* be read, so "
+                            "pass the strict upper triangle, .triu(1), not the lower one.",
+    "keys and values from the decoder": "the cross-attention reads the decoder's own stream: its keys and values "
+                                        "come from the encoder's memory, multihead_attn(LN_2(y), memory, memory).",
+    "no padding mask": "the padded source positions are read: pass key_padding_mask=memory_padding to the "
+                       "cross-attention.",
+    "memory normalised": "the memory is normalised again: only the decoder's stream goes through norm2; the "
+                         "encoder's final LayerNorm already normalised the memory.",
+    "no residual": "the self-attention sublayer's residual is missing: y = y + SelfAttn(LN_1(y)), not the attention "
+                   "alone.",
+    "no norm before the FFN": "the FFN reads the stream without its LayerNorm: pre-norm is y + FFN(LN_3(y)).",
+    "post-norm": "that is post-norm at the end (LN_3 of the sum); the reverser is pre-norm: y + FFN(LN_3(y)), the "
+                 "stream itself never normalised.",
+}
+
+
+def _diagnose_decoder_block(args: tuple, got: Any, expected: Tensor) -> str | None:
+    y, memory, padding, layer = args
+    if isinstance(got, tuple):
+        return "you returned a tuple: each attention returns (output, weights); keep the output, [0]."
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    with torch.no_grad():
+        for slip, message in DECODER_SLIPS.items():
+            try:
+                if _close(got, decoder_block_slip(slip)(y, memory, padding, layer)):
+                    return message
+            except (RuntimeError, ValueError):
+                continue
+        for which, residual_missing in (("cross-attention", 2), ("FFN", 3)):
+            if _close(got, _without_residual(y, memory, padding, layer, residual_missing)):
+                return (f"the {which} sublayer's residual is missing: add its input back, y = y + ... (every "
+                        f"sublayer is wrapped in a residual).")
+    return None
+
+
+def _without_residual(y: Tensor, memory: Tensor, padding: Tensor | None, layer: nn.Module, which: int) -> Tensor:
+    T = y.shape[1]
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    h = layer.norm1(y)
+    y = y + layer.self_attn(h, h, h, attn_mask=future, need_weights=False)[0]
+    h = layer.norm2(y)
+    c = layer.multihead_attn(h, memory, memory, key_padding_mask=padding, need_weights=False)[0]
+    y = c if which == 2 else y + c
+    f = layer.linear2(layer.activation(layer.linear1(layer.norm3(y))))
+    return f if which == 3 else y + f
+
+
+def _decoder_case(seed: int, d_model: int, nhead: int, t: int, s: int, lengths: list[int]) -> tuple:
+    with torch.random.fork_rng(devices=[]):   # seeded, without touching the student's global generator
+        torch.manual_seed(seed)
+        layer = TransformerDecoderLayer(d_model, nhead, 2 * d_model, dropout=0.0, batch_first=True,
+                                        norm_first=True).double()
+        with torch.no_grad():                 # gammas and betas away from 1 and 0, so that every slip shows
+            for k in (1, 2, 3):
+                norm = getattr(layer, f"norm{k}")
+                norm.weight.copy_(1 + torch.rand(d_model, dtype=torch.float64))
+                norm.bias.copy_(torch.randn(d_model, dtype=torch.float64) / 2)
+    batch = len(lengths)
+    y = randn64(batch, t, d_model, seed=seed + 3) * 2 + 1
+    memory = randn64(batch, s, d_model, seed=seed + 4)
+    padding = torch.arange(s)[None, :] >= torch.tensor(lengths)[:, None]     # (B, S), True = padding
+    return y, memory, padding, layer.eval()
+
+
+register(Exercise(
+    name="decoder_block",
+    signature="decoder_block(y: (B, n, d_model), memory: (B, m, d_model), memory_padding: (B, m) bool, True = "
+              "padding, layer: TransformerDecoderLayer (pre-norm, batch_first)) -> (B, n, d_model)",
+    reference=_decoder_block,
+    cases=[Case(_decoder_case(80, 8, 2, 4, 5, [5, 3]), "4 target positions reading 5 source positions, the second "
+                                                        "source padded after 3"),
+           Case(_decoder_case(90, 12, 3, 6, 4, [2, 4, 3]), "6 target and 4 source positions, three sources of 2, 4 "
+                                                            "and 3 tokens")],
+    hint="y = y + SelfAttn(LN_1(y)) with the causal mask (torch's meaning: .triu(1)); y = y + CrossAttn(LN_2(y), "
+         "memory, memory) with key_padding_mask=memory_padding; return y + FFN(LN_3(y)).",
+    diagnose=_diagnose_decoder_block,
+    same=lambda got, expected: isinstance(got, Tensor) and _close(got.detach(), expected.detach()),
+))
+
+
+def decoding_with(model: nn.Module, block: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """A ``decode`` for a pre-norm :class:`~seqlab.models.transformer_seq2seq.TransformerSeq2Seq` whose every decoder
+    layer runs ``block(y, memory, memory_padding, layer)``: set it as ``model.decode`` (an instance attribute; delete
+    it to restore the model's own) and greedy decoding, ``translate`` and the loss run on ``block``."""
+    def decode(tgt_in: Tensor, memory: Tensor, memory_real: Tensor | None, *, need_weights: bool = False) -> Tensor:
+        if need_weights:
+            raise ValueError("a plugged-in decoder block returns no attention weights")
+        y = model.embed(tgt_in, model.tgt_embed)
+        padding = None if memory_real is None else ~memory_real                  # torch's meaning: True = padding
+        for layer in model.transformer.decoder.layers:
+            y = block(y, memory, padding, layer)
+        norm = model.transformer.decoder.norm
+        return model.head(y if norm is None else norm(y))
+    return decode

@@ -48,6 +48,8 @@ FORBIDDEN = {
     "multi_head_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
     "layer_norm": ("F.layer_norm", "functional.layer_norm", "LayerNorm", "native_layer_norm"),
     "transformer_block": ("TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention", "LayerNorm"),
+    "decoder_block": ("TransformerDecoderLayer", "TransformerDecoder", "decoder_block_slip"),
+    "gpt_forward": ("GPT", "ListingGPT", "gpt_listing", "YourGPT"),
 }
 
 

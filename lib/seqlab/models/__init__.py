@@ -5,7 +5,7 @@ Recurrent: ``window_lm`` (``WindowLM``, the fixed-window model notebook 2 starts
 written elsewhere), ``readout`` (``SequenceTagger``, ``SequenceClassifier``),
 ``regressor`` (``SequenceRegressor``, the adding problem), ``seq2seq`` (``Seq2Seq``, optional attention).
 Transformer: ``encoder`` (``EncoderModel``), ``transformer_seq2seq`` (``TransformerSeq2Seq``, with Seq2Seq's
-batches, loss and decoding), ``gpt`` (``GPT``, and ``KVCache`` for generation) and ``bert`` (``BertEncoder``,
+batches, loss and decoding), ``gpt`` (``GPT``, and ``KVCache`` for generation; ``gpt_listing`` is its one-file teaching twin) and ``bert`` (``BertEncoder``,
 which loads real BERT weights, and ``BertForMaskedLM``). A model's ``*Config``, where it has one, sits
 beside it.
 """
@@ -13,6 +13,7 @@ beside it.
 from seqlab.models.bert import BertConfig, BertEncoder, BertForMaskedLM
 from seqlab.models.charlm import CharLM, CharLMConfig, continue_with_cell
 from seqlab.models.encoder import EncoderConfig, EncoderModel
+from seqlab.models import gpt_listing
 from seqlab.models.gpt import GPT, GPTConfig, KVCache
 from seqlab.models.readout import SequenceClassifier, SequenceTagger
 from seqlab.models.regressor import SequenceRegressor
