@@ -191,7 +191,7 @@ def test_a_piece_is_the_students_checked_answer_else_the_reference(monkeypatch):
     answer = EXERCISES["top_k_filter"].reference
     assert check("top_k_filter", answer)
     used = pieces.piece("layer_norm")
-    assert used.yours and used.fn == ("adapted", answer) and used.label == "your top_k_filter (notebook 14)"
+    assert used.yours and used.fn == ("adapted", answer) and used.label == "your top_k_filter (notebook 14, in this kernel)"
     monkeypatch.delitem(_core.PASSED, "top_k_filter")
     with pytest.raises(KeyError, match="no piece named"):
         pieces.piece("attention_from_nowhere")
@@ -208,3 +208,26 @@ def test_the_reference_pieces_equal_the_librarys_modules():
     with torch.no_grad():
         assert torch.equal(reference_layer_norm(X, layer.norm1.weight, layer.norm1.bias), layer.norm1(X))
         assert torch.allclose(reference_block(X, layer, mask), layer(X, is_causal=True), atol=1e-12)
+
+
+def test_notebook_10_and_12s_answers_chain_into_the_gpt(monkeypatch, tmp_path):
+    """With the answers to notebooks 10 and 12 checked (here: their references), 14's GPT runs them, through
+    the adapters of seqlab.exercises.pieces, and still gives the library's logits; with none, the labels say so."""
+    from seqlab.exercises import _core, pieces
+    from seqlab.exercises.nb14_gpt import YourGPT
+    from seqlab.models import GPT, GPTConfig
+
+    monkeypatch.setenv("SEQLAB_ANSWERS", str(tmp_path))             # nothing kept from earlier notebooks
+    for name in ("multi_head_attention", "layer_norm", "transformer_block"):
+        monkeypatch.delitem(_core.PASSED, name, raising=False)
+    assert [pieces.piece(n).yours for n in pieces.PIECES] == [False] * 3
+    model = GPT(GPTConfig(vocab_size=11, max_len=9, d_model=8, num_layers=2, nhead=2)).double().eval()
+    ids = torch.randint(0, 11, (2, 7), generator=torch.Generator().manual_seed(1))
+    for name in ("multi_head_attention", "layer_norm", "transformer_block"):
+        monkeypatch.setitem(_core.PASSED, name, EXERCISES[name].reference)
+    assert [pieces.piece(n).yours for n in pieces.PIECES] == [True] * 3
+    chained = YourGPT(model.config, EXERCISES["gpt_forward"].reference, pieces.piece("block").fn,
+                      pieces.piece("layer_norm").fn).double().eval()
+    chained.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        assert torch.allclose(chained(ids), model(ids), atol=1e-10)

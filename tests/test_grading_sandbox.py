@@ -121,7 +121,7 @@ def _hostile(server_port: int) -> dict[str, tuple[str, set[str]]]:
         "reading classmates' answers, the roster and earlier grades": (
             "import os\ndef perplexity(probs):\n"
             f"    for path in [{str(CLASSMATES / 'sub.zip')!r}, {str(CLASSMATES / 'roster.csv')!r}, "
-            f"{str(CLASSMATES / 'records')!r}, {str(CANARY_IN_HOME)!r}, '/run', '/var', '/home']:\n"
+            f"{str(CLASSMATES / 'records')!r}, {str(CANARY_IN_HOME)!r}, '/run', '/var']:\n"
             "        if os.path.exists(path):\n            return 'found ' + path\n"
             "    return math.exp(-sum(math.log(p) for p in probs) / len(probs))\n", {"passed"}),
         "hunting the hidden inputs in memory and raising them": (
@@ -333,7 +333,7 @@ def test_the_sandbox_sees_only_python_seqlab_and_a_fresh_tmp(mode, key, boxes, t
              "        socket.create_connection(('127.0.0.1', 9), timeout=1)\n        seen.append('network')\n"
              "    except OSError:\n        pass\n"
              f"    for path in [{str(tmp_path)!r}, {str(CANARY_IN_HOME)!r}, {str(ROOT / 'notebooks')!r}, "
-             f"{str(ROOT / 'README.md')!r}, '/etc/passwd', '/run', '/sys', '/var', '/home']:\n"
+             f"{str(ROOT / 'README.md')!r}, '/etc/passwd', '/run', '/sys', '/var']:\n"
              "        if os.path.exists(path):\n            seen.append(path)\n"
              "    if os.getpid() == 1 or set(os.listdir('/tmp')) - {'mpl', '.cache', *(p.split('/')[2] for p in PATHS_IN_TMP)}:\n        seen.append('pid or tmp')\n"
              "    if seen:\n        raise RuntimeError(seen)\n    return 1.5\n")

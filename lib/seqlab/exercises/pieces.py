@@ -1,8 +1,8 @@
 """The student's own pieces, chained: a later build exercise runs the student's earlier answers.
 
 :func:`piece` gives the function that a build-and-watch cell runs for one piece of a model: the student's
-answer to that piece's exercise if :func:`~seqlab.exercises.check` passed one in this kernel (``PASSED``),
-else the library's reference, with a label that says whose code it is. :data:`PIECES` names, per piece, the
+answer to that piece's exercise if :func:`~seqlab.exercises.check` passed one in this kernel (``PASSED``) or
+its notebook kept one (:func:`~seqlab.exercises.yours`: notebooks 10 and 12 keep them), else the library's reference, with a label that says whose code it is. :data:`PIECES` names, per piece, the
 exercise whose answer may stand in for it and an adapter from that answer's signature to the piece's; an
 entry whose ``exercise`` is None always runs the reference. The references are composed of pieces too
 (the block calls ``piece("multi_head_attention")`` and ``piece("layer_norm")``), so one checked answer
@@ -17,7 +17,10 @@ from typing import Any
 
 from torch import Tensor
 
-from seqlab.exercises._core import EXERCISES, PASSED, Plugged
+from types import SimpleNamespace
+
+from seqlab.exercises._core import EXERCISES, PASSED, Plugged, yours
+from seqlab.watch import attention_params, block_params
 
 
 # -- the references, in the pieces' own signatures ----------------------------------------------------------
@@ -55,11 +58,40 @@ class Piece:
     adapt: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
 
 
-#: The chain, in course order. The lead wires notebooks 10 and 12's exercise names (and adapters) in here.
+def _answer(exercise: str) -> tuple[Callable[..., Any] | None, str]:
+    """The student's checked answer to ``exercise``: passed in this kernel, else kept from the notebook that asks
+    for it (:func:`~seqlab.exercises.yours`); None and why not, otherwise."""
+    if exercise in PASSED:
+        return PASSED[exercise], "in this kernel"
+    kept = yours(exercise)
+    return (kept.fn, "kept from its notebook") if kept.yours else (None, kept.label)
+
+
+def _attention_params(attention: Any) -> dict[str, Tensor]:
+    return attention_params(SimpleNamespace(self_attn=attention))
+
+
+def _adapt_attention(answer: Callable[..., Any]) -> Callable[..., Any]:
+    """Notebook 10's ``multi_head_attention(X, p, h, mask)`` as the piece ``(X, attention_module, mask)``."""
+    return lambda X, attention, mask: answer(X, _attention_params(attention), attention.num_heads, mask)
+
+
+def _adapt_block(answer: Callable[..., Any]) -> Callable[..., Any]:
+    """Notebook 12's ``transformer_block(x, p, h, mask, attention, norm, activation)`` as the piece
+    ``(X, layer, mask)``, handed the chain's attention (notebook 10's signature) and LayerNorm."""
+    def block(X: Tensor, layer: Any, mask: Tensor) -> Tensor:
+        attention, _ = _answer("multi_head_attention")
+        attention = attention or EXERCISES["multi_head_attention"].reference
+        return answer(X, block_params(layer), layer.self_attn.num_heads, mask, attention, piece("layer_norm").fn,
+                      layer.activation)
+    return block
+
+
+#: The chain, in course order: the exercise whose answer stands in for each piece, and its adapter.
 PIECES: dict[str, Piece] = {
-    "multi_head_attention": Piece(None, "10", reference_multi_head_attention),   # (X, attention, mask) -> X'
-    "layer_norm": Piece(None, "12", reference_layer_norm),                       # (X, gamma, beta) -> LN(X)
-    "block": Piece(None, "12", reference_block),                                 # (X, layer, mask) -> X'
+    "multi_head_attention": Piece("multi_head_attention", "10", reference_multi_head_attention, _adapt_attention),
+    "layer_norm": Piece("layer_norm", "12", reference_layer_norm),                # (X, gamma, beta) -> LN(X)
+    "block": Piece("transformer_block", "12", reference_block, _adapt_block),     # (X, layer, mask) -> X'
 }
 
 
@@ -70,11 +102,12 @@ def piece(name: str) -> Plugged:
     p = PIECES[name]
     if p.exercise is not None and p.exercise not in EXERCISES:
         raise KeyError(f"piece {name!r} names exercise {p.exercise!r}, which is not registered")
-    answer = PASSED.get(p.exercise) if p.exercise is not None else None
+    answer, why = _answer(p.exercise) if p.exercise is not None else (None, "none yet")
     if answer is None:
-        return Plugged(p.reference, f"the reference {name} (no checked answer of yours in this kernel)", False, False)
+        return Plugged(p.reference, why if why.startswith("the reference") else f"the reference {name} ({why})",
+                       False, False)
     fn = p.adapt(answer) if p.adapt else answer
-    return Plugged(fn, f"your {p.exercise} (notebook {p.notebook})", True, True)
+    return Plugged(fn, f"your {p.exercise} (notebook {p.notebook}, {why})", True, True)
 
 
 def who_wrote(main: Plugged) -> list[str]:
