@@ -84,7 +84,8 @@ c.CourseSpawner.environment = {
     # global config file: this one names the course's repository and includes the student's own ~/.gitconfig
     "GIT_CONFIG_GLOBAL": str(git_config),
 }
-git_config.write_text(f"[safe]\n\tdirectory = {course_repo.removeprefix('file://')}\n"
+course_path = course_repo.removeprefix("file://")
+git_config.write_text(f"[safe]\n\tdirectory = {course_path}\n\tdirectory = {course_path}/.git\n"   # bare or not
                       "[include]\n\tpath = ~/.gitconfig\n")
 git_config.chmod(0o644)
 

@@ -43,6 +43,7 @@ from seqlab_cgroups import CGROUP_ROOT, cgroup_usage, group_dirs, group_pids, re
 HUB_START_TIMEOUT_S = 60
 SPAWN_TIMEOUT_S = 120
 USER_COMMENT = "seqlab hub student"
+LOGS = ROOT / "test-artifacts" / "hub"
 
 
 def is_root() -> bool:
@@ -149,6 +150,18 @@ def descendants(pid: int) -> set[int]:
             found.add(p)
             todo.extend(children.get(p, []))
     return found
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat): with the pid, it names one process, not a reused pid."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def still_running(started: dict[int, str | None]) -> list[int]:
+    return sorted(pid for pid, when in started.items() if when is not None and start_time(pid) == when)
 
 
 def free_memory_bytes() -> int:
@@ -278,7 +291,11 @@ class Hub:
         return Student(self, name)
 
     def __exit__(self, *exc) -> None:
-        """Stop the hub (SIGTERM: it stops the servers and the proxy), record what was left, clean it all up."""
+        """Stop the hub (SIGTERM: it stops the servers and the proxy), record what was left, clean it all up.
+        Once: a second call does nothing."""
+        if getattr(self, "closed", False):
+            return
+        self.closed = True
         try:
             self.stop_s = self._stop()
             self.leftovers = self._leftovers()
@@ -287,6 +304,7 @@ class Hub:
 
     def _stop(self) -> float:
         started = time.monotonic()
+        self.started_pids = {pid: start_time(pid) for pid in self.hub_pids()}   # hub, proxy, services, servers, kernels
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -305,6 +323,9 @@ class Hub:
             found["processes in the hub's process group"] = [group]
         except ProcessLookupError:
             pass
+        alive = still_running(getattr(self, "started_pids", {}))
+        if alive:
+            found["processes the hub had started"] = alive
         students = processes_of(self.uids())
         if students:
             found["processes of the students' users"] = students
@@ -328,7 +349,9 @@ class Hub:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for pid, _, _ in processes_of(self.uids()):
+        for pid in [*still_running(getattr(self, "started_pids", {})), *(p for p, _, _ in processes_of(self.uids()))]:
+            if pid == os.getpid():
+                continue
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -351,6 +374,10 @@ class Hub:
                 continue
             if entry.pw_gecos == USER_COMMENT and entry.pw_dir.startswith(str(self.state)):
                 subprocess.run(["userdel", "--remove", name], capture_output=True)
+        if self.log_path.exists():                      # the hub's log outlives the state folder, as evidence
+            LOGS.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.log_path, LOGS / f"jupyterhub-{self.prefix}.log")
+            print(f"the hub's log: {(LOGS / f'jupyterhub-{self.prefix}.log').relative_to(ROOT)}")
         shutil.rmtree(self.state, ignore_errors=True)
 
 
@@ -429,6 +456,17 @@ class Student:
         return Kernel(self, response.json()["kernel"]["id"], response.json()["id"])
 
 
+def decode(frame: str | bytes) -> dict:
+    """A kernel message from the websocket: JSON text, or the binary form of a message with buffers (a widget's
+    picture): a count n, n offsets (32-bit big-endian), the JSON message at the first offset, then the buffers."""
+    if isinstance(frame, str):
+        return json.loads(frame)
+    count = int.from_bytes(frame[:4], "big")
+    offsets = [int.from_bytes(frame[4 + 4 * i: 8 + 4 * i], "big") for i in range(count)]
+    end = offsets[1] if count > 1 else len(frame)
+    return json.loads(frame[offsets[0]:end].decode("utf-8"))
+
+
 class KernelDied(RuntimeError):
     pass
 
@@ -462,7 +500,7 @@ class Kernel:
                 raise TimeoutError(f"a cell did not finish in {timeout_s} s: {code[:80]!r}")
             self.ws.settimeout(min(remaining, 30))
             try:
-                message = json.loads(self.ws.recv())
+                message = decode(self.ws.recv())
             except websocket.WebSocketTimeoutException:
                 continue
             msg_type, content = message.get("msg_type") or message["header"]["msg_type"], message.get("content", {})
@@ -489,7 +527,7 @@ class Kernel:
         while time.monotonic() < deadline:
             self.ws.settimeout(max(0.1, deadline - time.monotonic()))
             try:
-                message = json.loads(self.ws.recv())
+                message = decode(self.ws.recv())
             except websocket.WebSocketTimeoutException:
                 break
             if message.get("msg_type") == "status" and message["content"].get("execution_state") in ("idle", "starting"):
