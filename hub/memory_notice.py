@@ -70,8 +70,8 @@ def _seqlab_memory_notice():
         limit = "its limit"
     message = (f"seqlab: your previous kernel was stopped because your server ran out of memory: it reached "
                f"{limit} and the system killed the kernel, the largest process in it ({count - seen} time(s) "
-               "since you last saw this). Nothing you ran after the last save is lost from the notebook file, "
-               "but the kernel's variables are gone: run the notebook's cells again from the top. If it "
+               "since you last saw this). Your notebook file is as you last saved it, but the kernel's variables "
+               "are gone: run the notebook's cells again from the top. If it "
                "happens again, close the other notebooks' kernels (Kernel > Shut Down All Kernels, then reopen "
                "this one) and use smaller sizes, or ask your instructor about the memory limit.")
 

@@ -481,6 +481,23 @@ class Kernel:
                                               header=[f"Authorization: token {student.hub.driver_token}"])
         self.client_session = uuid.uuid4().hex
 
+    def receive(self, timeout_s: float) -> dict | None:
+        """The next kernel message, or None after at most ``min(timeout_s, 5)`` seconds or a control frame. The
+        server pings every 30 s: a plain ``recv()`` answers pings inside itself and never returns while they come
+        more often than its timeout, so control frames come back here and every wait stays bounded."""
+        self.ws.settimeout(max(0.05, min(timeout_s, 5)))
+        try:
+            opcode, data = self.ws.recv_data(control_frame=True)
+        except websocket.WebSocketTimeoutException:
+            return None
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            raise KernelDied("the server closed the kernel's websocket")
+        if opcode == websocket.ABNF.OPCODE_TEXT:
+            return decode(data.decode("utf-8"))
+        if opcode == websocket.ABNF.OPCODE_BINARY:
+            return decode(data)
+        return None
+
     def run(self, code: str, timeout_s: float = 300) -> dict:
         """Run one cell; returns {"status", "stdout", "stderr", "error", "seconds"}. Raises KernelDied when the
         kernel restarts or dies before answering."""
@@ -498,10 +515,8 @@ class Kernel:
             remaining = timeout_s - (time.monotonic() - started)
             if remaining <= 0:
                 raise TimeoutError(f"a cell did not finish in {timeout_s} s: {code[:80]!r}")
-            self.ws.settimeout(min(remaining, 30))
-            try:
-                message = decode(self.ws.recv())
-            except websocket.WebSocketTimeoutException:
+            message = self.receive(remaining)
+            if message is None:
                 continue
             msg_type, content = message.get("msg_type") or message["header"]["msg_type"], message.get("content", {})
             if msg_type == "status" and content.get("execution_state") in ("restarting", "dead"):
@@ -522,20 +537,14 @@ class Kernel:
         return result
 
     def wait_restarted(self, timeout_s: float = 60) -> None:
-        """After a death: wait for the restarted kernel to say it is idle."""
+        """After a death: wait until the server reports the restarted kernel idle (its REST API)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            self.ws.settimeout(max(0.1, deadline - time.monotonic()))
-            try:
-                message = decode(self.ws.recv())
-            except websocket.WebSocketTimeoutException:
-                break
-            if message.get("msg_type") == "status" and message["content"].get("execution_state") in ("idle", "starting"):
-                if message["content"]["execution_state"] == "idle":
-                    return
-        # no status seen: ask the server
-        response = self.student.server_api("GET", f"kernels/{self.id}")
-        response.raise_for_status()
+            response = self.student.server_api("GET", f"kernels/{self.id}")
+            if response.ok and response.json().get("execution_state") == "idle":
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"the restarted kernel was not idle within {timeout_s} s")
 
     def close(self) -> None:
         try:
