@@ -96,7 +96,6 @@ def fingerprint(python: str) -> str:
     h = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
     h.update(LOCK.read_bytes())
     h.update(json.dumps([course.NO_DEPS_PACKAGES, python, course.LAB_OVERRIDES]).encode())
-    h.update((ROOT / "hub" / "memory_notice.py").read_bytes())
     return h.hexdigest()
 
 
