@@ -121,7 +121,7 @@ class Run:
             self.check()
             entry["login_s"] = student.log_in()
             self.check()
-            entry["spawn_s"] = student.spawn(timeout_s=180)
+            entry["spawn_s"] = student.spawn(timeout_s=self.args.spawn_timeout)
             started = time.monotonic()
             kernel = student.start_kernel(f"work/{notebook}")
             kernel.run("pass", timeout_s=120)
@@ -167,7 +167,7 @@ class Run:
         entry = {"student": student.name, "notebook": f"allocates {HOG_GIB} GiB"}
         try:
             student.log_in()
-            student.spawn(timeout_s=180)
+            student.spawn(timeout_s=self.args.spawn_timeout)
             kernel = student.start_kernel(f"work/{MIX[0]}")
             kernel.run("pass", timeout_s=120)
             try:
@@ -244,6 +244,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--notebooks", default=",".join(MIX), help="the mix, comma-separated file names")
     parser.add_argument("--mem-limit", default="2G")
     parser.add_argument("--cpu-limit", default="1")
+    parser.add_argument("--spawn-timeout", type=float, default=420, help="seconds one server may take to start")
     parser.add_argument("--max-minutes", type=float, default=25)
     parser.add_argument("--min-free-gib", type=float, default=2.0)
     parser.add_argument("--no-hog", action="store_true")

@@ -477,7 +477,7 @@ class Kernel:
     def __init__(self, student: Student, kernel_id: str, session_id: str):
         self.student, self.id, self.session_id = student, kernel_id, session_id
         ws_url = student.base.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels"
-        self.ws = websocket.create_connection(ws_url, timeout=30,
+        self.ws = websocket.create_connection(ws_url, timeout=120,      # a busy server may take its time
                                               header=[f"Authorization: token {student.hub.driver_token}"])
         self.client_session = uuid.uuid4().hex
 
