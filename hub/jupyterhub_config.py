@@ -64,8 +64,10 @@ c.CourseSpawner.mem_limit = os.environ.get("SEQLAB_HUB_MEM_LIMIT", "2G")
 c.CourseSpawner.cpu_limit = float(os.environ.get("SEQLAB_HUB_CPU_LIMIT", "1"))
 c.CourseSpawner.cmd = [sys.executable, str(HUB / "start.py"), str(env_bin / "jupyterhub-singleuser")]
 c.CourseSpawner.default_url = "/lab/tree/work"
-c.CourseSpawner.start_timeout = 120
-c.CourseSpawner.http_timeout = 120
+# make hub-load N=16 on a loaded 2-core machine: servers took up to 115 s to answer, one more than 120 s (the hub
+# gave up on it): a class arriving at once needs more than JupyterHub's defaults (60 s and 30 s)
+c.CourseSpawner.start_timeout = 300
+c.CourseSpawner.http_timeout = 300
 c.CourseSpawner.args = ["--ServerApp.ip=127.0.0.1"]
 if os.environ.get("SEQLAB_HUB_TEST_LOGIN") == "1":
     c.CourseSpawner.args.append("--LabApp.expose_app_in_browser=True")   # the browser tests read window.jupyterapp

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -187,6 +188,10 @@ class Hub:
         if not is_root():
             raise PermissionError("seqlab's hub needs root: it creates a system user per student and a cgroup per "
                                   "server (run as root, as CI does: sudo make hub-smoke)")
+        if threading.current_thread() is threading.main_thread():
+            # a driver stopped with SIGTERM (timeout(1), CI's cancel) still stops its hub on the way out: the hub
+            # runs in a session of its own and would otherwise outlive it, with its students' servers
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         self.paths = hub_env.ensure()
         self.state = Path(tempfile.mkdtemp(prefix="seqlab-hub-"))
         self.state.chmod(0o755)                      # the students' users read the course clone and gitconfig here
@@ -381,6 +386,10 @@ class Hub:
         shutil.rmtree(self.state, ignore_errors=True)
 
 
+class SpawnFailed(RuntimeError):
+    pass
+
+
 class Student:
     """One student: logs in with the dummy login form, starts a server, uses its REST API and kernels."""
 
@@ -415,7 +424,13 @@ class Student:
 
     def wait_ready(self, timeout_s: float, started: float | None = None) -> None:
         started = started or time.monotonic()
-        while not self.hub.server_ready(self.name):
+        while True:
+            server = self.hub.user_model(self.name).get("servers", {}).get("")
+            if server and server.get("ready"):
+                return
+            if not server and time.monotonic() - started > 5:
+                raise SpawnFailed(f"{self.name}: the hub gave up starting the server (its log says why: "
+                                  "typically that it never answered within the hub's http_timeout)")
             if time.monotonic() - started > timeout_s:
                 raise TimeoutError(f"{self.name}'s server not ready after {timeout_s:g} s; the hub's log:\n"
                                    f"{self.hub.log_tail()}")
