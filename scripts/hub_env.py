@@ -115,6 +115,12 @@ def npm_ci() -> Path:
     if proxy.exists() and (NPM / "package-lock.json").exists() and (NPM / "package-lock.json").read_bytes() == LOCK.read_bytes():
         return proxy
     npm = shutil.which("npm")
+    apt_get = shutil.which("apt-get")
+    if npm is None and apt_get and os.geteuid() == 0:          # as course.npm_packages does (CI runs as root)
+        log("installing Node.js's npm for the hub's proxy: apt-get install -y " + " ".join(course.NPM_DEBIAN_PACKAGES))
+        subprocess.run([apt_get, "install", "-y", "-q", *course.NPM_DEBIAN_PACKAGES], stdout=subprocess.DEVNULL,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        npm = shutil.which("npm")
     if npm is None:
         raise SystemExit("[hub-env] no npm: the hub's proxy (configurable-http-proxy) is an npm package; install "
                          "Node.js 20+ and npm (Debian: apt-get install -y nodejs npm)")
