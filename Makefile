@@ -22,3 +22,18 @@ site:     ## the offline HTML edition: every executed notebook as static pages i
 	$(PYTHON) course.py site $(ARGS)
 setup:
 	$(PYTHON) course.py setup
+
+# A class on a hub (README, For instructors). Both need root: the hub creates a system user per student and a
+# memory cgroup per server. They build the hub's environment first (scripts/hub_env.py: .cache/hub/).
+.PHONY: hub-smoke hub-load
+N ?= 16
+hub-smoke: ## the hub on loopback: two students' servers, kernels, widgets in Chromium, restart, course update, culling (CI runs it)
+	$(PYTHON) course.py setup
+	@if [ "$$(id -u)" != "0" ]; then echo "make hub-smoke needs root (system users and cgroups): run it as root, as CI does"; exit 1; fi
+	$(PYTHON) scripts/hub_env.py
+	SEQLAB_HUB_SMOKE=1 .venv/bin/python -m pytest tests/test_hub_smoke.py -p no:cacheprovider -p no:xdist -q -s
+hub-load: ## by hand: N students (make hub-load N=16) through the hub's API and kernels; per-phase times, memory, one OOM
+	$(PYTHON) course.py setup
+	@if [ "$$(id -u)" != "0" ]; then echo "make hub-load needs root (system users and cgroups): run it as root"; exit 1; fi
+	$(PYTHON) scripts/hub_env.py
+	.venv/bin/python scripts/hub_load.py --students $(N) $(ARGS)

@@ -13,6 +13,7 @@
     python3 course.py selfcheck work/04-lstm.ipynb   # students: check a notebook the way the grader will
     python3 course.py gradebook grades/ --canvas export.csv  # instructors: semester gradebook, LMS files
     python3 course.py schedule --start 2027-01-11 --weeks 14  # instructors: plan, calendar, notes
+    python3 course.py hub-link --hub URL --repo URL [--notebook 04]  # instructors: an nbgitpuller link for a hub
 
 ``make lab`` / ``make test`` / ``make execute`` / ``make bench`` / ``make site`` / ``make reset NB=NAME`` call
 the same verbs.
@@ -555,6 +556,37 @@ def cmd_site(args: list[str]) -> int:
     return subprocess.run([str(py), str(ROOT / "scripts" / "build_site.py"), *args], cwd=ROOT).returncode
 
 
+def hub_link(hub: str, repo: str, branch: str = "main", notebook: str | None = None, target: str = "seqlab") -> str:
+    """An nbgitpuller link: opening it logs the student into ``hub``, pulls the course ``repo`` (``branch``) into
+    ``~/target`` and opens JupyterLab on ``work/`` -- or on the student's copy of ``notebook`` (hub/start.py copies
+    new course notebooks into work/ when the server starts; a student's copy is never overwritten)."""
+    from urllib.parse import urlencode, urlsplit
+
+    for what, url in (("hub", hub), ("repo", repo)):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise SystemExit(f"[course] hub-link: --{what} must be an http(s) URL, got {url!r}")
+    urlpath = "lab/tree/work" + (f"/{find_notebook(notebook).name}" if notebook else "")
+    query = urlencode({"repo": repo, "branch": branch, "targetpath": target, "urlpath": urlpath})
+    return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
+
+
+def cmd_hub_link(args: list[str]) -> int:
+    """Instructors: the nbgitpuller link for a hub (README, A class on a hub):
+    ``python3 course.py hub-link --hub https://hub.example.edu --repo https://github.com/OWNER/seqlab [--branch main]
+    [--notebook 04]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="course.py hub-link", description=cmd_hub_link.__doc__.split("\n")[0])
+    parser.add_argument("--hub", required=True, help="the hub's address, e.g. https://hub.example.edu")
+    parser.add_argument("--repo", required=True, help="the course's git repository, e.g. https://github.com/OWNER/seqlab")
+    parser.add_argument("--branch", default="main")
+    parser.add_argument("--notebook", help="open this notebook (e.g. 04 or 04-lstm) instead of the work/ folder")
+    options = parser.parse_args(args)
+    print(hub_link(options.hub, options.repo, options.branch, options.notebook))
+    return 0
+
+
 def cmd_setup(args: list[str]) -> int:
     setup()
     return 0
@@ -563,7 +595,7 @@ def cmd_setup(args: list[str]) -> int:
 VERBS = {"lab": cmd_lab, "test": cmd_test, "execute": cmd_execute, "bench": cmd_bench, "setup": cmd_setup,
          "reset": cmd_reset, "site": cmd_site, "notebook": cmd_notebook, "release": cmd_release,
          "grade": cmd_grade, "selfcheck": cmd_selfcheck, "gradebook": cmd_gradebook,
-         "schedule": cmd_schedule}
+         "schedule": cmd_schedule, "hub-link": cmd_hub_link}
 
 
 def main(argv: list[str]) -> int:

@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _pyproject_pins() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = project["dependencies"] + [r for group in project["optional-dependencies"].values() for r in group]
+    # the "hub" extra is the hub image's (binder/environment.yml, checked by tests/test_hub_image.py), not Binder's
+    requirements = project["dependencies"] + [r for name, group in project["optional-dependencies"].items()
+                                              if name != "hub" for r in group]
     pins = {}
     for requirement in requirements:
         name, sep, version = requirement.partition("==")
