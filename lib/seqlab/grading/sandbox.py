@@ -547,7 +547,9 @@ class Worker:
     def close(self) -> None:
         if self.proc is not None:
             with contextlib.suppress(OSError, ValueError):
-                self.proc.stdin.close()
+                self.proc.stdin.close()             # the worker's loop ends at end of input: a clean exit
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):

@@ -18,6 +18,7 @@ no exercise process can reach (it is closed before any student code runs).
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import resource
@@ -36,6 +37,12 @@ SECURE_BITS = 0b11101111
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
 
 libc = ctypes.CDLL(None, use_errno=True)
+# What the course's notebooks import (never a student's list): imported once by the worker, so that an exercise's
+# process, forked from it, finds them loaded instead of importing matplotlib and seqlab again every time.
+WARM_MODULES = ("numpy", "matplotlib", "matplotlib.pyplot", "seqlab.notebook", "seqlab.data", "seqlab.nn",
+                "seqlab.models", "seqlab.decoding", "seqlab.train", "seqlab.ngram", "seqlab.gradients",
+                "seqlab.checkpoints", "seqlab.pretrained", "seqlab.cost", "seqlab.hmm", "seqlab.long_range",
+                "seqlab.tagging", "seqlab.watch", "seqlab.stepwise", "seqlab.exercises.pieces")
 
 
 class SetupFailed(Exception):
@@ -237,6 +244,12 @@ def main() -> None:
     import seqlab.exercises  # noqa: F401
     from seqlab.grading import child  # noqa: F401
     from seqlab.grading.sandbox import read_frame
+
+    for module in WARM_MODULES:                             # the course's own imports, loaded once, not per exercise
+        try:
+            importlib.import_module(module)
+        except Exception:                                   # noqa: BLE001: a missing extra is imported (or not) later
+            pass
 
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)                  # no exercise may read this process's memory
     _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)       # the exercise's init is this process's child
