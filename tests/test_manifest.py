@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+import readme_table
 from seqlab import manifest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import readme_table  # noqa: E402
 
 ON_DISK = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
 

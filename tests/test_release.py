@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+import release
 from seqlab.exercises import NOTEBOOK_MODULES, exercises_of
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-sys.path.insert(0, str(ROOT / "scripts"))
-import release  # noqa: E402
 
 
 @pytest.fixture(scope="module")
