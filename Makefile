@@ -8,7 +8,7 @@ NB ?=
 .PHONY: lab test execute bench setup reset site notebook
 lab:      ## set up, copy new notebooks into work/ (yours are never overwritten), open JupyterLab there (options: make lab ARGS="--no-browser --port 8899")
 	$(PYTHON) course.py lab $(ARGS)
-reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04-lstm
+reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04 (or 04-lstm)
 	$(PYTHON) course.py reset $(NB)
 test:     ## set up, then run every test (unit tests and notebooks), offline
 	$(PYTHON) course.py test

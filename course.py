@@ -34,6 +34,7 @@ list of packages installed without their dependencies) changes.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -407,19 +408,34 @@ def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tupl
     return copied, changed
 
 
+def _load_manifest():
+    """lib/seqlab/manifest.py, loaded from its file: it is standard library only, and importing the seqlab
+    package would import torch, which this script runs without."""
+    spec = importlib.util.spec_from_file_location("seqlab_manifest", ROOT / "lib" / "seqlab" / "manifest.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+MANIFEST = _load_manifest()
+
+
 def find_notebook(name: str, course: Path = COURSE_NOTEBOOKS) -> Path:
-    """The course notebook called ``name``: ``04-lstm``, ``04-lstm.ipynb``, ``notebooks/04-lstm.ipynb`` or ``04``."""
-    stem = Path(name).name.removesuffix(".ipynb")
-    matches = sorted(p for p in course.glob("*.ipynb") if p.stem == stem or p.stem.split("-", 1)[0] == stem)
-    if len(matches) != 1:
-        known = ", ".join(p.stem for p in sorted(course.glob("*.ipynb")))
-        raise SystemExit(f"[course] no single course notebook named {name!r} (found {len(matches)}); "
-                         f"the notebooks are: {known}")
-    return matches[0]
+    """The course notebook called ``name`` (the manifest's resolver: ``04``, ``4``, ``nb04``, ``04-lstm``,
+    ``04-lstm.ipynb`` or ``notebooks/04-lstm.ipynb``), as a file of ``course``."""
+    try:
+        entry = MANIFEST.notebook(name)
+    except MANIFEST.UnknownNotebook as error:
+        raise SystemExit(f"[course] {error}") from None
+    path = course / entry.filename
+    if not path.exists():
+        raise SystemExit(f"[course] notebook {entry.slug} is in the course manifest but not in {course}")
+    return path
 
 
 def reset_work_copy(name: str, course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> Path:
-    """Replace the work copy of notebook ``name`` (``04-lstm``, ``04-lstm.ipynb`` or ``04``) by the
+    """Replace the work copy of notebook ``name`` (``04-lstm``, ``04`` or ``4``: :func:`find_notebook`) by the
     course's; the old copy is moved to ``work/.old/NAME-<time>.ipynb``. Returns the old copy's new
     path (or the copy's path, when there was none)."""
     notebook = find_notebook(name, course)
@@ -439,7 +455,7 @@ def reset_work_copy(name: str, course: Path = COURSE_NOTEBOOKS, work: Path = WOR
 
 def cmd_reset(args: list[str]) -> int:
     if len(args) != 1:
-        print("usage: python3 course.py reset NOTEBOOK   (e.g. 04-lstm, or 04; make reset NB=04-lstm)")
+        print("usage: python3 course.py reset NOTEBOOK   (04, 4, nb04 or 04-lstm; make reset NB=04)")
         return 2
     kept = reset_work_copy(args[0])
     where = f"; your copy is kept as {kept.relative_to(ROOT)}" if kept.parent.name == ".old" else ""
@@ -485,7 +501,7 @@ def notebook_plan(notebook: Path, root: Path = ROOT) -> list[tuple[str, list[str
 
 def cmd_notebook(args: list[str]) -> int:
     if len(args) != 1:
-        print("usage: python3 course.py notebook NOTEBOOK   (e.g. 11; make notebook NB=11)")
+        print("usage: python3 course.py notebook NOTEBOOK   (11, nb11 or 11-positional-encodings; make notebook NB=11)")
         return 2
     py, notebook = setup(), find_notebook(args[0])
     for number, (why, command) in enumerate(notebook_plan(notebook), start=1):

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import course  # noqa: E402  (the reveal rule and the notebook JSON format that work/ copies use too)
 
 SOLUTION = re.compile(r"<details>\s*<summary>\s*Solution\b.*?</details>", re.IGNORECASE | re.DOTALL)
-CHECK_CALL = re.compile(r'\bcheck\(\s*"(\w+)"')
+CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")   # as seqlab.grading.submissions.CHECK_CALL
 POSTED_LATER = "*The solution to this exercise will be posted after the deadline.*"
 
 

@@ -2,7 +2,8 @@
 figures, and the check that a picture is legible: opaque, described, of modest size, its labels inside the
 figure, apart from each other and inside the box they name.
 
-pytest puts tests/ on ``sys.path``, so the test files import this module as ``from diagram_helpers import ...``.
+The pytest ini's ``pythonpath`` puts tests/ on ``sys.path``, so the test files import this module as
+``from diagram_helpers import ...``.
 """
 
 from __future__ import annotations

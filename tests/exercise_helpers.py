@@ -1,7 +1,7 @@
 """What the per-notebook exercise tests share: the feedback a wrong answer gets, checked for form, and the
 error a missing or malformed measurement raises.
 
-pytest puts tests/ on ``sys.path`` (rootdir-relative "prepend" imports), so the test files
+The pytest ini's ``pythonpath`` puts tests/ on ``sys.path`` (pyproject.toml), so the test files
 import this module as ``from exercise_helpers import failure_message``.
 """
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
+
+import release
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-sys.path.insert(0, str(ROOT / "scripts"))
-import release  # noqa: E402
 
 SOLUTION_CODE = re.compile(r"<summary>\s*Solution\b.*?```python\n(.*?)```", re.IGNORECASE | re.DOTALL)
 PREDICTION_VALUE = re.compile(r"^(\w+) = None\b", re.MULTILINE)

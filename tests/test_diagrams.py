@@ -87,15 +87,32 @@ def test_masked_lm_shows_what_each_objective_lets_a_position_read():
 
 
 def test_the_course_map_lists_every_notebook_in_teaching_order():
-    from pathlib import Path
-
+    from seqlab import manifest
     from seqlab.diagrams import COURSE_PARTS, course_map
     numbers = [n for _, notebooks in COURSE_PARTS for n, _ in notebooks]
-    on_disk = sorted(p.name[:2] for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-    assert numbers == [n for n in on_disk if n != "00"], "COURSE_PARTS must follow notebooks/ (00 draws it)"
+    assert numbers == [nb.name for nb in manifest.NOTEBOOKS if nb.number > 0], "every notebook but 00 (it draws it)"
     diagram = course_map()
     assert all(f"{n}\n" in texts(diagram) for n in numbers) and "16 BERT" in diagram.alt
+    assert "five rows" in diagram.alt and all(f"{part}: " in diagram.alt for part, _ in COURSE_PARTS)
     assert same_color(diagram.figure.get_facecolor(), "white")
+
+
+def test_the_course_map_draws_a_sixth_part_with_a_fill_and_says_six_rows(monkeypatch):
+    from matplotlib.patches import FancyBboxPatch
+
+    from seqlab import diagrams
+    parts = diagrams.COURSE_PARTS + (("state spaces", (("18", "S4"), ("19", "Mamba"), ("20", "a"), ("21", "b"),
+                                                        ("22", "c"))),)
+    monkeypatch.setattr(diagrams, "COURSE_PARTS", parts)
+    diagram = diagrams.course_map()
+    assert "six rows" in diagram.alt and "state spaces: 18 S4, 19 Mamba" in diagram.alt
+    boxes = {t.get_text(): t for t in diagram.figure.axes[0].texts}
+    assert "18\nS4" in boxes and "22\nc" in boxes and "state spaces" in boxes
+    fills = [p.get_facecolor() for p in diagram.figure.axes[0].patches if isinstance(p, FancyBboxPatch)]
+    assert len(fills) == sum(len(notebooks) for _, notebooks in parts)
+    assert not same_color(fills[-1], "white") and not same_color(fills[-1], fills[-6]), "a fill, not row 5's"
+    right = max(p.get_x() + p.get_width() for p in diagram.figure.axes[0].patches if isinstance(p, FancyBboxPatch))
+    assert right <= diagram.figure.axes[0].get_xlim()[1], "a five-notebook row stays on the canvas"
 
 
 def test_bert_pretraining_shows_both_objectives_on_one_packed_pair():

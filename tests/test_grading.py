@@ -310,7 +310,7 @@ def test_the_schedule_skips_a_week_moves_due_dates_past_it_and_makes_a_valid_cal
 
 
 def test_instructor_notes_give_demos_polls_and_each_checkers_mistakes():
-    notes = plan.instructor_notes(ROOT / "notebooks" / "04-lstm.ipynb", plan.run_times(ROOT / "README.md").get("04-lstm"))
+    notes = plan.instructor_notes(ROOT / "notebooks" / "04-lstm.ipynb", plan.run_times().get("04-lstm"))
     assert "## Goal" in notes and "**You need:**" in notes and "GateExplorer" in notes
     assert "`predict_rnn_horizon`" in notes and "T = 10" in notes
     assert "you returned (c_t, h_t)" in notes, "a mistake lstm_cell's checker diagnoses"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import mutants
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import mutants  # noqa: E402
 
 
 @pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)

@@ -11,9 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import notebook_slides
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import notebook_slides  # noqa: E402
 
 WIDGET_OUTPUT = nbformat.v4.new_output("display_data", data={
     "text/plain": "VBox(children=(FloatSlider(value=2.0),))",

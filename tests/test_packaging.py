@@ -68,14 +68,6 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in ci
 
 
-def test_readme_lists_every_notebook_with_a_run_time():
-    readme = (ROOT / "README.md").read_text()
-    # columns: name | what it covers | run time on the CPU | on a GPU (seconds, or —‡/—§ where it was not run there)
-    listed = re.findall(r"^\| `(\d\d-[a-z0-9-]+)` \|.*\| (\d+) s \| (?:\d+ s|—‡|—§) \|$", readme, flags=re.M)
-    notebooks = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
-    assert [name for name, _ in listed] == notebooks, "README's notebook table must name every notebook, in order"
-
-
 def test_generated_data_files_are_what_the_code_makes():
     import subprocess
     import sys
@@ -149,7 +141,7 @@ def test_reset_takes_the_courses_version_and_keeps_the_students_copy(tmp_path):
     assert kept.parent == work / ".old" and kept.read_text() == "the student's answers"
     assert course.sync_work_copies(course_dir, work) == ([], [])          # up to date again
     assert course.reset_work_copy("05-gru.ipynb", course_dir, work).read_text() == _nb("05-gru.ipynb")
-    with pytest.raises(SystemExit, match="no single course notebook named '99'.*04-lstm, 05-gru"):
+    with pytest.raises(SystemExit, match="no course notebook named .99.; .*04-lstm, 05-gru"):
         course.reset_work_copy("99", course_dir, work)
 
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+import release
 from seqlab.exercises import NOTEBOOK_MODULES, exercises_of
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-sys.path.insert(0, str(ROOT / "scripts"))
-import release  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +79,20 @@ def test_the_html_edition_can_be_staged_from_a_release_without_any_solution(rele
     staged = "".join(p.read_text() for p in (tmp_path / "src" / "notebooks").glob("*.ipynb"))
     assert "<summary>Solution" not in staged and release.POSTED_LATER in staged
     assert build_site.SOLUTIONS_LATER in (tmp_path / "src" / "index.md").read_text()
+
+
+def test_an_exercise_checked_with_single_quotes_is_found_by_the_release_and_the_grader():
+    from seqlab.grading import submissions
+
+    def code(source):
+        return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+
+    cells = [code("import torch"), code("def my_cell(x):\n    return x\n"), code("check('lstm_cell', my_cell)\n"),
+             code('check( "gru_cell", my_cell)'), {"cell_type": "markdown", "metadata": {}, "source": "# the end"}]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    student, exercises = release.student_notebook(nb)
+    assert exercises == ["lstm_cell", "gru_cell"] == submissions.exercises_in(cells)
+    assert student["cells"][2]["metadata"]["seqlab"] == {"exercise": "lstm_cell"}
+    assert submissions.answer_cell_index(cells, "lstm_cell") == 2      # unmarked: found by its check call
+    plan = submissions.answer_plan(nb, "lstm_cell")
+    assert plan.problem is None and plan.target == "my_cell" and plan.imports == ("import torch",)

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from seqlab.colours import HIGHLIGHT, WEIGHTS
+from seqlab.manifest import course_parts
 
 __all__ = ["COURSE_PARTS", "Diagram", "LSTM_PARTS", "GRU_PARTS", "attention_decoder", "bidirectional_rnn",
            "course_map", "gpt_block", "gru_cell",
@@ -935,26 +936,21 @@ def masked_lm(length: int = 6, masked: int = 3) -> Diagram:
     return Diagram(c.fig, alt)
 
 
-# The course's notebooks in teaching order, by part: (number, short title); tests/test_diagrams.py checks it
-# against notebooks/.
-COURSE_PARTS = (
-    ("recurrent networks", (("01", "why sequences"), ("02", "the RNN"), ("03", "BPTT, gradients"))),
-    ("gates and depth", (("04", "LSTM"), ("05", "GRU"), ("06", "deep, bidirectional"))),
-    ("encoder–decoder, attention", (("07", "seq2seq"), ("08", "attention"), ("09", "self-attention"),
-                                    ("10", "multi-head"))),
-    ("Transformers", (("11", "positions"), ("12", "the block"), ("13", "whole model"))),
-    ("language models, cost", (("14", "GPT and sampling"), ("15", "KV cache and race"), ("16", "BERT"),
-                               ("17", "cost, beyond"))),
-)
+# The course's notebooks in teaching order, by part: (number, short title), read from the course manifest
+COURSE_PARTS = tuple((part, tuple((nb.name, nb.short) for nb in notebooks)) for part, notebooks in course_parts())
+
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
 def course_map() -> Diagram:
     """The course as a road: one row per part, one box per notebook, in teaching order (notebook 00)."""
-    width, height = 13.4, 0.1 + 1.65 * len(COURSE_PARTS)
+    longest = max(len(notebooks) for _, notebooks in COURSE_PARTS)
+    width, height = max(13.4, 2.7 * longest + 0.3), 0.1 + 1.65 * len(COURSE_PARTS)
     c = _Canvas(width, height, (9.5, 9.5 * height / width))
-    fills = (STATE_FILL, GATE_FILL, CANDIDATE_FILL, INPUT_FILL, STATE_FILL)
+    fills = (STATE_FILL, GATE_FILL, CANDIDATE_FILL, INPUT_FILL)          # in turn, as many rows as there are parts
     previous = None
-    for row, ((part, notebooks), fill) in enumerate(zip(COURSE_PARTS, fills)):
+    for row, (part, notebooks) in enumerate(COURSE_PARTS):
+        fill = fills[row % len(fills)]
         y = height - 1.0 - 1.65 * row
         c.label(1.45, y + 0.62, part, fontsize=10.5, va="center", lit=True)   # right of the arrow coming down
         for k, (number, title) in enumerate(notebooks):
@@ -966,7 +962,8 @@ def course_map() -> Diagram:
                                                                          (x, py - 0.58), (x, y + 0.4)])
             previous = (x, y)
     names = "; ".join(f"{part}: " + ", ".join(f"{n} {t}" for n, t in notebooks) for part, notebooks in COURSE_PARTS)
-    alt = ("Map of the course: five rows, one per part, each a chain of boxes, one box per notebook, with arrows "
+    rows = _COUNTS[len(COURSE_PARTS)] if len(COURSE_PARTS) < len(_COUNTS) else str(len(COURSE_PARTS))
+    alt = (f"Map of the course: {rows} rows, one per part, each a chain of boxes, one box per notebook, with arrows "
            f"in teaching order that run along each row and down to the start of the next. {names}. What to see: "
            "each part builds on the one above, from the recurrent network to GPT and BERT.")
     return Diagram(c.fig, alt)

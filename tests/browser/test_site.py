@@ -13,18 +13,17 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+import build_site  # a script: the one build the README's `make site` runs
+from accessibility import AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, axe_source
+from lab_pages import evaluate, open_page
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_site  # noqa: E402  (a script: the one build the README's `make site` runs)
-from accessibility import AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, axe_source  # noqa: E402
-from lab_pages import evaluate, open_page  # noqa: E402
 
 ARTIFACT = ROOT / "test-artifacts" / "site-audit.json"
 

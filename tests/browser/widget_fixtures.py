@@ -20,7 +20,6 @@ import ast
 import importlib
 import inspect
 import pkgutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,11 +206,8 @@ def built_by_notebooks(folder: Path = ROOT / "notebooks") -> dict[str, list[str]
 
 def fixture_notebook(fixture: WidgetFixture) -> nbformat.NotebookNode:
     """The fixture as a notebook, unexecuted, with the course's slide rule."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import notebook_slides
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    import notebook_slides  # scripts/ (the pytest ini's pythonpath)
+
     v4 = nbformat.v4
     cells = [v4.new_code_cell(fixture.setup.rstrip() + "\n"), v4.new_markdown_cell(f"# {fixture.title}")]
     for name, code in fixture.widgets:

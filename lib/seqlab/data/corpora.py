@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from seqlab.data.cache import cache_dir
+
 WORK_SEPARATOR = "\n\n\n"  # between works (files); the files themselves do not end in a newline
 
 
@@ -83,8 +85,6 @@ def _read_stdlib() -> str:
 
 
 def _read_downloaded(name: str, entry: dict[str, Any]) -> str:
-    from seqlab.data.download import cache_dir
-
     path = cache_dir() / entry["fname"]
     if not path.exists():
         raise CorpusError(

@@ -11,25 +11,21 @@ on Linux).
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pooch
 
+from seqlab.data.cache import ENV_VAR, cache_dir
 from seqlab.data.corpora import CorpusError, manifest
 
-ENV_VAR = "SEQLAB_DATA"
+__all__ = ["ENV_VAR", "DownloadError", "cache_dir", "download_corpus", "fetch"]
+
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 class DownloadError(RuntimeError):
     """A download failed: unreachable server, HTTP error, timeout, or wrong checksum."""
-
-
-def cache_dir() -> Path:
-    """Where downloaded corpora are kept."""
-    return Path(os.environ.get(ENV_VAR) or pooch.os_cache("seqlab"))
 
 
 def fetch(url: str, sha256: str, *, fname: str | None = None, directory: str | Path | None = None,

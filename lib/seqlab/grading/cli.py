@@ -275,7 +275,7 @@ def schedule_command(args: argparse.Namespace) -> int:
     (out / "schedule.md").write_text(plan.schedule_markdown(sessions), encoding="utf-8")
     (out / "schedule.csv").write_text(plan.schedule_csv(sessions), encoding="utf-8")
     (out / "schedule.ics").write_bytes(plan.schedule_ics(sessions).encode("utf-8"))
-    times = plan.run_times(CHECKOUT / "README.md")
+    times = plan.run_times()
     (out / "notes").mkdir(exist_ok=True)
     for path in notebooks:
         (out / "notes" / f"{path.stem}.md").write_text(plan.instructor_notes(path, times.get(path.stem)),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from seqlab import manifest
 from seqlab.exercises import EXERCISES
 from seqlab.grading.submissions import exercises_in
 
@@ -157,14 +158,9 @@ def _literal_text(node: ast.AST) -> str | None:
     return None
 
 
-def run_times(readme: Path) -> dict[str, str]:
-    """Each notebook's run time on the 2-core machine, from the README's table (``| `04-lstm` | … | 49 s |``)."""
-    times = {}
-    for line in readme.read_text(encoding="utf-8").splitlines() if readme.exists() else []:
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-        if len(cells) >= 3 and re.fullmatch(r"`\d\d-[\w-]+`", cells[0]):
-            times[cells[0].strip("`")] = cells[2]
-    return times
+def run_times() -> dict[str, str]:
+    """Each notebook's run time on the 2-core machine (``{"04-lstm": "19 s", ...}``), from the course manifest."""
+    return {nb.slug: nb.run_time for nb in manifest.NOTEBOOKS}
 
 
 def instructor_notes(path: Path, run_time: str | None = None) -> str:

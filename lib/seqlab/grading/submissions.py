@@ -198,9 +198,10 @@ class AnswerPlan:
 
 
 MAGIC = re.compile(r"^\s*[%!]")
-# An exercise's answer cell calls check("name", ...); scripts/release.py, which runs without torch, has the same
-# rule (tests/test_grading.py checks that both find the same exercises).
-CHECK_CALL = re.compile(r'\bcheck\(\s*"(\w+)"')
+# An exercise's answer cell calls check("name", ...) or check('name', ...); scripts/release.py, which runs without
+# torch, has the same rule (tests/test_grading.py checks that both find the same exercises, tests/test_release.py
+# that both see either quote).
+CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")
 
 
 def exercises_in(cells: list[dict]) -> list[str]:
@@ -266,7 +267,7 @@ def answer_cell_index(cells: list[dict], exercise: str) -> int | None:
         if cell.get("cell_type") == "code" and (cell.get("metadata", {}).get("seqlab") or {}).get("exercise") == exercise:
             return i
     for i, cell in enumerate(cells):
-        if cell.get("cell_type") == "code" and f'"{exercise}"' in _source(cell):
+        if cell.get("cell_type") == "code" and exercise in _source(cell):
             tree, _ = _parse(_source(cell))
             if tree is not None and _check_call(tree, exercise):
                 return i
