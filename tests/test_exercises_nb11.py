@@ -22,7 +22,7 @@ ACCURACY_AT_64 = {name: 0.30 for name in POSITIONAL_ENCODINGS} | {"none": 0.43, 
 
 
 def test_references_pass_and_agree_with_seqlab():
-    for name in ("rope_head", "predict_slowest_wavelength", "predict_alibi_self_weight"):
+    for name in ("sinusoidal_encoding", "rope_head", "predict_slowest_wavelength", "predict_alibi_self_weight"):
         assert check(name, EXERCISES[name].reference)
     assert check("predict_extrapolation", lambda: {"alibi"}, measured=ACCURACY_AT_64)   # the solution: alibi alone
     # rope_head is seqlab's RoPE inside seqlab's attention
@@ -171,3 +171,61 @@ def test_extrapolation_without_its_measurement_says_which_cell_to_run(measured, 
     message = measurement_error("predict_extrapolation", measured, error)
     assert says in message
     assert "run section 9's training cell, then pass measured=accuracy_at_64" in message
+
+# -- sinusoidal_encoding (build, then watch) ------------------------------------------------------------------
+def test_sinusoidal_reference_is_seqlabs_table():
+    reference = EXERCISES["sinusoidal_encoding"].reference
+    for n, d in ((6, 8), (50, 16), (200, 64)):
+        assert torch.allclose(reference(n, d), sinusoidal_table(n, d, dtype=torch.float64), atol=1e-12)
+    assert check("sinusoidal_encoding", lambda n, d: sinusoidal_table(n, d))          # float32 is accepted
+
+
+def _pe(swap=False, halves=False, per_column=False, exponent=2.0, multiply=False, precedence=False, first=0,
+        transpose=False, numpy=False, sines_only=False):
+    def f(n_positions, d_model):
+        pos = torch.arange(first, first + n_positions, dtype=torch.float64)[:, None]
+        if per_column:
+            j = torch.arange(d_model, dtype=torch.float64)
+            angle = pos / 10000.0 ** (j / d_model)
+            table = torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
+        else:
+            i = torch.arange(d_model // 2, dtype=torch.float64)
+            if precedence:
+                angle = pos / 10000.0 ** (2 * i) / d_model
+            elif multiply:
+                angle = pos * 10000.0 ** (exponent * i / d_model)
+            else:
+                angle = pos / 10000.0 ** (exponent * i / d_model)
+            a, b = (torch.cos(angle), torch.sin(angle)) if swap else (torch.sin(angle), torch.cos(angle))
+            if sines_only:
+                return a
+            table = torch.cat((a, b), 1) if halves else torch.stack((a, b), -1).reshape(n_positions, d_model)
+        table = table.T if transpose else table
+        return table.numpy() if numpy else table
+    return f
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (_pe(swap=True), "sine and cosine are swapped"),
+    (_pe(halves=True), "not interleaved"),
+    (_pe(per_column=True), "every column its own frequency"),
+    (_pe(exponent=1.0), "you left out the 2"),
+    (_pe(exponent=4.0), "you used the column 2i in place of i"),
+    (_pe(multiply=True), "divided by 10000^(2i/d_model), not multiplied"),
+    (_pe(precedence=True), "operator precedence"),
+    (_pe(first=1), "the positions start at 1"),
+    (_pe(transpose=True), "transposed, (8, 6)"),
+    (_pe(numpy=True), "return a torch.Tensor"),
+    (_pe(sines_only=True), "should have shape (6, 8), got (6, 4)"),
+])
+def test_sinusoidal_hints(wrong, says):
+    assert says in failure_message("sinusoidal_encoding", wrong)
+
+
+def test_a_square_table_transposed_is_named():
+    reference = EXERCISES["sinusoidal_encoding"].reference
+
+    def transposed_only_when_square(n, d):
+        return reference(n, d).T if n == d else reference(n, d)
+    text = failure_message("sinusoidal_encoding", transposed_only_when_square)
+    assert "check 3 of 3" in text and "transposed" in text

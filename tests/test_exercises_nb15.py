@@ -12,8 +12,9 @@ from exercise_helpers import failure_message
 
 
 def test_the_references_pass():
-    assert set(exercises_of("nb15_kv_cache")) == {"cached_attention_step", "kv_cache_bytes", "loss_by_position"}
-    assert all(check(name, ex.reference) for name, ex in exercises_of("nb15_kv_cache").items())
+    assert set(exercises_of("nb15_kv_cache")) == {"cached_attention_step", "kv_cache_bytes", "predict_cache_saving",
+                                                 "loss_by_position"}
+    assert all(check(name, ex.reference) for name, ex in exercises_of("nb15_kv_cache").items() if ex.measured is None)
 
 
 # -- cached_attention_step -----------------------------------------------------------------------------------
@@ -167,3 +168,46 @@ def test_the_watched_slips_are_caught_with_their_diagnosis():
     for label, step in STEP_MISTAKES.items():
         (key,) = [k for k in hints if k in label]
         assert hints[key] in failure_message("cached_attention_step", step), label
+
+
+# -- predict_cache_saving (predict, then measure) -------------------------------------------------------------
+def _counted_flops():
+    """Section 1's ``flops`` by seqlab.cost's formula for charlm-gpt's sizes (the notebook asserts the counts equal it)."""
+    from seqlab.cost import decoder_flops
+
+    sizes = dict(d=64, layers=4, vocab=65, d_ff=256)
+    return {m: (decoder_flops(1, m - 1, **sizes), decoder_flops(m, **sizes)) for m in (8, 16, 32, 64)}
+
+
+def test_the_uncached_step_costs_exactly_m_times_the_cached_one():
+    assert all(without == m * with_ for m, (with_, without) in _counted_flops().items())
+
+
+@pytest.mark.parametrize("prediction", [64, 63, 60.0, 70])
+def test_a_prediction_near_m_passes(prediction):
+    assert check("predict_cache_saving", lambda: prediction, measured=_counted_flops())
+
+
+@pytest.mark.parametrize("prediction, says", [
+    (4096, "m x m matrix"),                                      # m^2: "attention is quadratic"
+    (2048, "m x m matrix"),
+    (200, "and no more"),
+    (1, "goes through every layer again"),
+    (0.5, "above 1"),
+    (32, "less than m = 64"),
+    ("64", "not a str"),
+    (True, "not a bool"),
+])
+def test_cache_saving_hints(prediction, says):
+    text = failure_message("predict_cache_saving", lambda: prediction, measured=_counted_flops())
+    assert says in text
+    if not isinstance(prediction, (str, bool)):
+        assert "measured 64.0 times" in text
+
+
+def test_cache_saving_without_its_measurement_says_which_cell_to_run():
+    from exercise_helpers import measurement_error
+
+    assert "section 1's FLOPs cell" in measurement_error("predict_cache_saving", None, TypeError)
+    assert "m = 64" in measurement_error("predict_cache_saving", {8: (1, 8)}, TypeError)
+    assert "two positive counts" in measurement_error("predict_cache_saving", {64: (10, 5)}, ValueError)

@@ -1,5 +1,6 @@
-"""Notebook 11 — positional encodings: add RoPE to a head, change the base of the sinusoids, predict an ALiBi head's
-weight, and predict which encodings work on sequences four times longer than any seen in training."""
+"""Notebook 11 — positional encodings: build the sinusoidal table, add RoPE to a head, change the base of the
+sinusoids, predict an ALiBi head's weight, and predict which encodings work on sequences four times longer than any
+seen in training."""
 
 from __future__ import annotations
 
@@ -17,6 +18,83 @@ from seqlab.nn.positional import POSITIONAL_ENCODINGS
 
 def _close(a: Any, b: Tensor) -> bool:
     return tensors_close(a, b, atol=1e-9)
+
+
+# -- 0. build the sinusoidal table ------------------------------------------------------------------------
+def _sinusoidal_variant(n: int, d: int, *, exponent=None, first: int = 0, layout: str = "interleaved",
+                        swap: bool = False) -> Tensor:
+    """``(n, d)``: the sinusoidal table, or one of the usual slips in writing it (the options name the slip)."""
+    pos = torch.arange(first, first + n, dtype=torch.float64)[:, None]                 # (n, 1)
+    if layout == "per-column":                                                        # each column its own frequency
+        j = torch.arange(d, dtype=torch.float64)[None, :]                             # (1, d): the column index
+        angle = pos / 10000.0 ** (j / d)
+        return torch.where(j.long() % 2 == 0, torch.sin(angle), torch.cos(angle))
+    i = torch.arange(d // 2, dtype=torch.float64)[None, :]                            # (1, d/2): the pair index
+    omega = exponent(i, d) if exponent is not None else 10000.0 ** (-2 * i / d)
+    sin, cos = torch.sin(pos * omega), torch.cos(pos * omega)                         # (n, d/2) each
+    even, odd = (cos, sin) if swap else (sin, cos)
+    if layout == "halves":                                                            # sines, then cosines
+        return torch.cat((even, odd), dim=1)
+    return torch.stack((even, odd), dim=-1).reshape(n, d)                             # sin, cos, sin, cos, ...
+
+
+def _sinusoidal_encoding(n_positions: int, d_model: int) -> Tensor:
+    return _sinusoidal_variant(n_positions, d_model)
+
+
+SINUSOIDAL_MISTAKES = [
+    (dict(swap=True), "sine and cosine are swapped: the even columns 2i hold sin(pos omega_i), the odd columns 2i+1 "
+                      "cos(pos omega_i); row 0 reads 0, 1, 0, 1, ..."),
+    (dict(layout="halves"), "the sines and cosines are not interleaved: you put all the sines first, then all the "
+                            "cosines. Column 2i is the sine of pair i and column 2i+1 its cosine (stack them on a last "
+                            "axis, then reshape to (n, d_model))."),
+    (dict(layout="per-column"), "you gave every column its own frequency, 10000^(-j/d_model) with j the column. i is "
+                                "the PAIR index: columns 2i and 2i+1 share omega_i = 10000^(-2i/d_model), so that "
+                                "sin^2 + cos^2 = 1 in every pair."),
+    (dict(exponent=lambda i, d: 10000.0 ** (-i / d)), "omega_i = 1 / 10000^(2i/d_model) with i the pair index "
+                                                      "(0 .. d_model/2 - 1); you left out the 2 (10000^(i/d_model))."),
+    (dict(exponent=lambda i, d: 10000.0 ** (-4 * i / d)),
+     "the exponent is 2i/d_model with i the PAIR index; you used the column 2i in place of i (10000^(4i/d_model))."),
+    (dict(exponent=lambda i, d: 10000.0 ** (2 * i / d)),
+     "the positions are divided by 10000^(2i/d_model), not multiplied: omega_i = 10000^(-2i/d_model), slower for "
+     "larger i."),
+    (dict(exponent=lambda i, d: 1 / (10000.0 ** (2 * i) * d)),
+     "operator precedence: pos / 10000 ** (2 * i) / d_model divides by d_model outside the power; the exponent is "
+     "the whole 2i/d_model: pos / 10000 ** (2 * i / d_model)."),
+    (dict(first=1), "the positions start at 1; they start at 0 (row 0 is sin 0 = 0, cos 0 = 1 in every pair)."),
+]
+
+
+def _diagnose_sinusoidal(args: tuple, got: Any, expected: Tensor) -> str | None:
+    n, d = args
+    if isinstance(got, Tensor) and got.shape == (d, n) and n != d:
+        return f"you returned the table transposed, ({d}, {n}): one row per position, shape (n_positions, d_model)."
+    hint = tensor_hint(got, expected)
+    if hint:
+        return hint
+    got = got.to(torch.float64)
+    if n == d and tensors_close(got, expected.T, atol=1e-5):
+        return "you returned the table transposed: row pos is PE_pos, column 2i the sine of pair i."
+    for options, message in SINUSOIDAL_MISTAKES:
+        if tensors_close(got, _sinusoidal_variant(n, d, **options), atol=1e-5):
+            return message
+    return first_difference(got, expected, atol=1e-5) + "."
+
+
+register(Exercise(
+    name="sinusoidal_encoding",
+    signature="sinusoidal_encoding(n_positions: int, d_model: int) -> Tensor (n_positions, d_model): row pos = "
+              "PE_pos for pos = 0 .. n_positions - 1, PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), "
+              "PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)); d_model even",
+    reference=_sinusoidal_encoding,
+    cases=[Case((6, 8), "six positions, d_model = 8 (pairs i = 0 .. 3)"),
+           Case((50, 16), "50 positions, d_model = 16: far positions and slow pairs"),
+           Case((8, 8), "eight positions, d_model = 8: rows are positions, columns dimensions")],
+    hint="pos = arange(n)[:, None]; omega = 10000 ** (-2 * arange(d/2) / d); stack (sin(pos omega), cos(pos omega)) "
+         "on a last axis and reshape to (n, d).",
+    diagnose=_diagnose_sinusoidal,
+    same=lambda got, expected: tensors_close(got, expected, atol=1e-5),
+))
 
 
 # -- 1. add RoPE to a head --------------------------------------------------------------------------

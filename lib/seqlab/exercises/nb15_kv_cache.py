@@ -1,6 +1,6 @@
 """Notebook 15 — the KV cache and four models in one race: one cached decoding step of attention,
-predicting the size of a KV cache before measuring it, and the loss at each position of a window (how much
-context a model uses)."""
+predicting the size of a KV cache before measuring it, predicting how much work the cache saves a step, and the
+loss at each position of a window (how much context a model uses)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import (Case, Exercise, first_difference, randn64, register, tensor_hint,
+from seqlab.exercises._core import (Case, Exercise, Measured, first_difference, randn64, register, tensor_hint,
                                    tensors_close)
 
 NEG_INF = float("-inf")
@@ -161,6 +161,66 @@ register(Exercise(
     hint="2 (K and V) x num_layers x batch_size x T x d_model numbers, 4 bytes each; nhead does not matter.",
     diagnose=_diagnose_cache,
     same=lambda got, expected: isinstance(got, (int, float)) and not isinstance(got, bool) and got == expected,
+))
+
+
+# -- 2b. predict, then measure: how many times the work of a cached step is an uncached one? ----------------
+SAVING_AT = 64                     # m: charlm-gpt's whole context
+SAVING_TOLERANCE = 0.1             # 10 % of the measured ratio
+
+
+def _saving(flops: Any) -> float:
+    """Section 1's ``flops``, ``{m: (FLOPs with the cache, FLOPs without)}``: the ratio without / with at m = 64."""
+    if not isinstance(flops, dict) or SAVING_AT not in flops:
+        raise TypeError(f"expected the dict of counted FLOPs by length m, with m = {SAVING_AT} among its keys")
+    try:
+        cached, uncached = (float(v) for v in flops[SAVING_AT])
+    except (TypeError, ValueError):
+        raise TypeError(f"expected flops[{SAVING_AT}] to be two counts (with the cache, without)") from None
+    if not 0 < cached <= uncached:
+        raise ValueError(f"expected two positive counts, the uncached one the larger; got {flops[SAVING_AT]}")
+    return uncached / cached
+
+
+def _predict_saving(measured: float) -> float:
+    return measured
+
+
+def _same_saving(got: Any, expected: float) -> bool:
+    return (isinstance(got, (int, float)) and not isinstance(got, bool)
+            and abs(float(got) - expected) <= SAVING_TOLERANCE * expected)
+
+
+def _diagnose_saving(args: tuple, got: Any, expected: float) -> str | None:
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return f"put your prediction as a number (how many times), not a {type(got).__name__}."
+    got, m = float(got), SAVING_AT
+    near = lambda value: abs(got - value) <= SAVING_TOLERANCE * value   # noqa: E731
+    said = f"measured {expected:,.1f} times, you predicted {got:,.4g}"
+    if got < 1:
+        return f"{said}: the ratio is uncached / cached FLOPs, and the uncached step does more work, so it is above 1."
+    if near(m * m) or near(m * m / 2):
+        return (f"{said}: the uncached scores form an m x m matrix, but the cached step's scores grow too, one query "
+                f"against m keys: that part is also m times smaller, not m^2.")
+    if got > expected:
+        return (f"{said}: the uncached step does each of the cached step's products m = {m} times (all m tokens "
+                f"instead of one), and no more: the m x m scores are m rows of the cached step's one.")
+    if near(1) or got < 2:
+        return f"{said}: without the cache every one of the m = {m} tokens goes through every layer again."
+    return (f"{said}: less than m = {m}? The cached step still reads all m keys, but the uncached step reads them "
+            f"for each of its m queries: every term of its count is m times the cached step's, the read-out too.")
+
+
+register(Exercise(
+    name="predict_cache_saving",
+    signature=f"predict_cache_saving() -> float: how many times the FLOPs of a cached generation step the uncached "
+              f"step costs at m = {SAVING_AT} (checked against section 1's count, within {SAVING_TOLERANCE:.0%})",
+    reference=_predict_saving,
+    cases=[Case((), f"charlm-gpt, the step that gives token m = {SAVING_AT}: FLOPs without / with the cache")],
+    hint="with the cache one token goes through every layer and its query meets m keys; without it, all m tokens do.",
+    diagnose=_diagnose_saving,
+    same=_same_saving,
+    measured=Measured("flops, the counted FLOPs {m: (with the cache, without)}", "section 1's FLOPs cell", _saving),
 ))
 
 

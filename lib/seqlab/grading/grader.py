@@ -50,6 +50,7 @@ FORBIDDEN = {
     "transformer_block": ("TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention", "LayerNorm"),
     "decoder_block": ("TransformerDecoderLayer", "TransformerDecoder", "decoder_block_slip"),
     "gpt_forward": ("GPT", "ListingGPT", "gpt_listing", "YourGPT"),
+    "sinusoidal_encoding": ("sinusoidal_table", "SinusoidalPositionalEncoding", "sinusoidal_rotation"),
 }
 
 
