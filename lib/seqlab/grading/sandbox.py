@@ -199,7 +199,8 @@ def bwrap_command(mode: str) -> list[str]:
 def paths_in_scratch() -> list[str]:
     """The bound paths that live in /tmp (a checkout made with ``mktemp -d``): an exercise's fresh /tmp must
     show them again."""
-    return [str(p) for p in python_paths() if Path("/tmp") in p.parents]
+    inside = [p for p in python_paths() if Path("/tmp") in p.parents]
+    return [str(p) for p in inside if not any(q in p.parents for q in inside)]      # .venv, not also .venv/bin
 
 
 def child_environment() -> dict[str, str]:

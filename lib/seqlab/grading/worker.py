@@ -69,8 +69,9 @@ def _fresh_mounts(keep: list[str]) -> None:
         parent = "/tmp"
         for part in os.path.relpath(path, "/tmp").split(os.sep):
             parent = os.path.join(parent, part)
-            os.makedirs(parent, mode=0o755, exist_ok=True)
-            os.chmod(parent, 0o755)
+            if not os.path.isdir(parent):
+                os.mkdir(parent)
+                os.chmod(parent, 0o755)              # the sandbox's user must pass through it
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(fd)
