@@ -17,3 +17,14 @@ def _matplotlib_settings_restored():
 
     with matplotlib.rc_context():
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_figure_left_for_the_next_test():
+    """Close, after each test, the pyplot figures it left open: a later test on the same xdist worker that
+    checks its own redraws leak nothing (``plt.get_fignums() == []``) must not see another test's figure."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
