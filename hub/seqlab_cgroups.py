@@ -1,21 +1,8 @@
 """Cgroups and system users for seqlab's hub on one machine (hub/seqlab_hub.py's spawner, and scripts/hub_run.py,
 which reads the students' groups and cleans up after a test). Standard library only.
 
-The spawner's side, for reference:
-
-JupyterHub's LocalProcessSpawner runs each server as the student's system user but ignores ``mem_limit`` and
-``cpu_limit``. ``CourseSpawner`` (run by a hub started as root):
-
-- creates the student's system user on the first start when ``create_users`` is on (home under ``homes``, mode
-  0700, no password: the hub's authenticator is the only way in);
-- makes a cgroup per student under ``cgroup_parent`` (v1: the memory and cpu hierarchies; v2: one group with both
-  controllers) with the memory limit (``mem_limit``) and the CPU quota (``cpu_limit``), and moves the server's
-  process into it in the forked child *before* it drops root, so the server and every kernel it starts are
-  inside: over the limit the kernel (the largest process) is the one killed, and only that student's;
-- on stop, kills what is left in the student's group (a kernel the server left behind), records the group's
-  peak memory, OOM kills and CPU seconds in ``report_file`` (one JSON line per stop) and removes the group.
-
-``cgroup_usage(name)`` reads the same figures from a running student's group (make hub-load prints them).
+What the spawner does with them is told in hub/seqlab_hub.py's docstring. ``cgroup_usage(name)`` reads a running
+student's group: peak memory, OOM kills and CPU seconds (make hub-load prints them).
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ def free_port_block(count: int = 3) -> int:
     raise RuntimeError("no block of free ports on 127.0.0.1")
 
 
-def listening_sockets(ports: set[int]) -> list[str]:
-    """Lines of /proc/net/tcp{,6} for sockets listening on any of ``ports`` (any address)."""
+def _listening() -> list[tuple[str, str, str]]:
+    """(table, local address:port in hex, socket inode) of every listening TCP socket in /proc/net/tcp{,6}."""
     found = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -84,10 +84,14 @@ def listening_sockets(ports: set[int]) -> list[str]:
             continue
         for row in rows:
             parts = row.split()
-            local, state = parts[1], parts[3]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) in ports:
-                found.append(f"{table}: {local}")
+            if parts[3] == "0A":                                     # LISTEN
+                found.append((table, parts[1], parts[9]))
     return found
+
+
+def listening_sockets(ports: set[int]) -> list[str]:
+    """Lines of /proc/net/tcp{,6} for sockets listening on any of ``ports`` (any address)."""
+    return [f"{table}: {local}" for table, local, _ in _listening() if int(local.rsplit(":", 1)[1], 16) in ports]
 
 
 def listening_beyond_loopback(pids: set[int]) -> list[str]:
@@ -101,21 +105,8 @@ def listening_beyond_loopback(pids: set[int]) -> list[str]:
                     inodes[target[8:-1]] = pid
         except OSError:
             continue
-    bad = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            parts = row.split()
-            local, state, inode = parts[1], parts[3], parts[9]
-            if state != "0A" or inode not in inodes:
-                continue
-            address = local.rsplit(":", 1)[0]
-            if address not in ("0100007F", "00000000000000000000000001000000"):
-                bad.append(f"pid {inodes[inode]} listens on {local} ({table})")
-    return bad
+    return [f"pid {inodes[inode]} listens on {local} ({table})" for table, local, inode in _listening()
+            if inode in inodes and local.rsplit(":", 1)[0] not in ("0100007F", "00000000000000000000000001000000")]
 
 
 def processes_of(uids: set[int]) -> list[tuple[int, int, str]]:

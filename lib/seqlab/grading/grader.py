@@ -215,6 +215,11 @@ def _job(name: str, plan) -> dict:
     return {"exercise": name, "imports": list(plan.imports), "cells": list(plan.cells), "target": plan.target}
 
 
+def _started(run: sandbox.ChildRun) -> bool:
+    """The exercise's process reached the student's code: its first line is the "ready" event, sent before."""
+    return bool(run.lines) and b'"event": "ready"' in run.lines[0]
+
+
 def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> list[bool]:
     """Pass or fail per hidden case, and nothing else: no error text, no value, no status beyond that."""
     hidden = [kc for kc in key.cases[name] if kc.hidden]
@@ -228,7 +233,7 @@ def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> li
             continue
         if isinstance(message, dict) and message.get("event") == "case" and isinstance(message.get("i"), int):
             rows.setdefault(message["i"], message)
-    if not any(b'"event": "ready"' in line for line in run.lines[:1]):
+    if not _started(run):
         raise sandbox.GraderError("the hidden cases' process did not start")
     passed = []
     for i, kc in enumerate(hidden):
@@ -262,7 +267,7 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
     completion = graded_for_completion(key, name)
     run = sandbox.run_child(_job(name, plan), limits, mode=mode, sandbox=box)
     result.seconds = round(run.seconds, 2)
-    if run.grader_error or not any(b'"event": "ready"' in line for line in run.lines[:1]):
+    if run.grader_error or not _started(run):
         return _grader_error(result, run.grader_error or _setup_failure(run))
     rows, events = _case_rows(key, name, run)
     if completion:

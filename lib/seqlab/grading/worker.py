@@ -91,12 +91,17 @@ def _limit(which: int, value: int) -> None:
         pass
 
 
-def _drop_capabilities() -> None:
-    """Give up every capability for good: the bounding set, securebits (root gets none back), ambient ones,
-    then the permitted, effective and inheritable sets."""
+def _drop_bounding_set() -> None:
+    """No capability can be gained again, by any program this process runs."""
     last = int(open("/proc/sys/kernel/cap_last_cap").read())
     for cap in range(last + 1):
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+
+def _drop_capabilities() -> None:
+    """Give up every capability for good: the bounding set, securebits (root gets none back), ambient ones,
+    then the permitted, effective and inheritable sets."""
+    _drop_bounding_set()
     _call("prctl", PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     if SYS_CAPSET is None:
@@ -147,9 +152,7 @@ def _exercise_init(order: dict, mode: str) -> None:
     _limit(resource.RLIMIT_NOFILE, 256)
     if mode == "bwrap+uid":
         uid = order["uid"]
-        last = int(open("/proc/sys/kernel/cap_last_cap").read())
-        for cap in range(last + 1):
-            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        _drop_bounding_set()
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)                         # from root to a user id: every capability goes
