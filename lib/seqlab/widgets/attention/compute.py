@@ -1,24 +1,7 @@
-r"""The attention explorer's compute part: one kind of attention for one example, checked, and its heads summarised.
+"""The attention explorer's compute part: one kind of attention for one example, checked, and its heads summarised.
 
-Every attention in seqlab returns its weights per head (``need_weights=True``),
-
-.. math::
-
-    A^{(\ell, h)} = \mathrm{softmax}\Big(\frac{Q^{(\ell, h)} {K^{(\ell, h)}}^\top}{\sqrt{d_k}} + M\Big)
-    \in \mathbb{R}^{n \times m},
-
-one row per query token, one column per key token, each row summing to 1 (or to 0 for a query
-that may attend nowhere, see :func:`seqlab.nn.attention.attend`). The explorer shows these
-matrices as the model returned them; it recomputes nothing, so any model that returns per-head
-weights can feed it.
-
-:func:`attention_map` checks and holds one kind of attention for one example (an
-:class:`AttentionMap`: weights ``(layers, heads, n_queries, n_keys)``, query and key tokens);
-:func:`attention_from_model` builds them from what seqlab's modules return for a batch;
-:func:`top_attended` lists what one query reads most; :func:`summarize_head` gives the numbers
-that help name what a head does (entropy, mean distance, share on the previous token, on itself,
-on the first token) and a guess at the name; :func:`describe_view` says in words what the
-explorer's picture of a view shows (its alt text). Arrays in, arrays out: tested without a display.
+It shows the per-head weights a model returns (``need_weights=True``) and recomputes nothing.
+Arrays in, arrays out.
 """
 
 from __future__ import annotations
@@ -34,18 +17,15 @@ __all__ = ["KINDS", "ROW_SUM_ATOL", "AttentionMap", "HeadSummary", "attention_fr
 
 KINDS = {"encoder": "encoder self-attention", "decoder_self": "decoder masked self-attention",
          "self": "decoder masked self-attention", "cross": "cross-attention"}
-ROW_SUM_ATOL = 1e-3        # float32 softmax rows of a few hundred keys sum to 1 within ~1e-6
+ROW_SUM_ATOL = 1e-3        # loose enough for float32 softmax rows, tight enough to refuse scores
 
 
 @dataclass(frozen=True)
 class AttentionMap:
-    """One kind of attention for one example: ``weights`` ``(layers, heads, n_queries, n_keys)``.
-
-    ``weights[l, h, i, j]`` is how much query ``i`` (``query_tokens[i]``) reads key ``j``
-    (``key_tokens[j]``) in head ``h`` of layer ``l``. ``self_attention`` says queries and keys
-    are the same sequence (queries are the last ``n_queries`` of its ``n_keys`` positions), which
-    is what makes "previous token" and "distance" meaningful. Build it with :func:`attention_map`.
-    """
+    """One kind of attention for one example: ``weights[l, h, i, j]`` ``(layers, heads, n_queries, n_keys)``
+    is how much query ``query_tokens[i]`` reads key ``key_tokens[j]`` in head ``h`` of layer ``l``.
+    ``self_attention``: queries and keys are one sequence, the queries its last ``n_queries`` positions.
+    Build it with :func:`attention_map`."""
 
     kind: str
     weights: np.ndarray                  # (L, H, n, m) float64
@@ -85,10 +65,10 @@ def attention_map(weights, query_tokens: Sequence[str], key_tokens: Sequence[str
                   kind: str = "self-attention", self_attention: bool | None = None) -> AttentionMap:
     """Check ``weights`` of one example and hold them with their tokens.
 
-    ``weights``: numpy or torch, ``(layers, heads, n, m)``, or ``(heads, n, m)`` / ``(n, m)``
-    for one layer (and one head). ``key_tokens`` defaults to ``query_tokens`` (self-attention).
-    ``self_attention`` defaults to "``kind`` does not say cross". Every weight must be in [0, 1]
-    and every row sum to 1, or to 0 for a query with no allowed key (within 1e-3).
+    ``weights``: numpy or torch, ``(layers, heads, n, m)``, ``(heads, n, m)`` or ``(n, m)``.
+    ``key_tokens`` defaults to ``query_tokens``; ``self_attention`` to "``kind`` does not say cross".
+    Raises ValueError unless every weight is in [0, 1] and every row sums to 1 (0 for a fully masked
+    query), within :data:`ROW_SUM_ATOL`.
     """
     array = _to_numpy(weights, f"the weights of {kind!r}")
     if array.ndim not in (2, 3, 4):
@@ -127,7 +107,7 @@ def attention_map(weights, query_tokens: Sequence[str], key_tokens: Sequence[str
 
 
 def _crop(array: np.ndarray, n: int, m: int, kind: str) -> np.ndarray:
-    """(..., N, M) padded -> (..., n, m): the real tokens of a padded example (padding at the end)."""
+    """(..., N, M) padded -> (..., n, m): the real tokens (padding at the end, masked)."""
     N, M = array.shape[-2:]
     if n > N or m > M:
         raise ValueError(f"{kind!r}: {n} query and {m} key tokens given, but the weights cover only {N} queries and "
@@ -144,25 +124,14 @@ def attention_from_model(weights, source_tokens: Sequence[str], target_tokens: S
                          index: int | None = 0, kind: str | None = None) -> dict[str, AttentionMap]:
     """The :class:`AttentionMap` s of example ``index`` of a batch, from what a seqlab module returned.
 
-    ``weights`` is one of (``B`` batch, ``L`` layers, ``H`` heads; always batch-first):
-
-    - ``Transformer(..., need_weights=True)``'s dict ``{"encoder": (L,B,H,S,S), "decoder_self":
-      (L,B,H,T,T), "cross": (L,B,H,T,S)}`` -> encoder self-, decoder masked self- and
-      cross-attention (``source_tokens`` S, ``target_tokens`` T: the decoder's input);
-    - ``TransformerDecoder``'s ``{"self": (L,B,H,T,T), "cross": (L,B,H,T,S)}`` (or a decoder
-      layer's, without ``L``) -> decoder masked self- and cross-attention;
-    - a tensor: ``(L,B,H,n,m)`` (an encoder stack), ``(B,H,n,m)`` (a layer, or
-      ``MultiheadAttention(average_attn_weights=False)``) or ``(B,n,m)`` (heads averaged): one
-      kind, self-attention over ``source_tokens``, or cross-attention with queries
-      ``target_tokens`` and keys ``source_tokens`` when those are given.
-
-    ``index=None`` reads weights without a batch axis (an unbatched call). Tokens shorter than
-    the padded length keep the first positions (padding at the end must be masked). ``kind``
-    names a tensor's kind (default "self-attention" / "cross-attention"). Returns kind -> map,
-    ready for :class:`AttentionExplorer`.
+    ``weights`` (batch-first; ``L`` layers, ``B`` batch, ``H`` heads) is ``Transformer``'s dict
+    ``{"encoder": (L,B,H,S,S), "decoder_self": (L,B,H,T,T), "cross": (L,B,H,T,S)}``, a decoder's
+    ``{"self", "cross"}`` (with or without ``L``), or a tensor ``(L,B,H,n,m)``, ``(B,H,n,m)`` or
+    ``(B,n,m)``: self-attention over ``source_tokens``, or cross-attention (queries ``target_tokens``)
+    when those are given. ``index=None``: no batch axis. Returns kind -> map.
     """
     def example(array, what: str, core: int) -> np.ndarray:
-        """Drop the batch axis (the ``core``-dimensional per-example part stays, layers before it)."""
+        """Drop the batch axis of a ``core``-dimensional example (layers before it)."""
         if array is None:
             raise ValueError(f"no weights for {what!r}: run the model with need_weights=True (and fused=False)")
         array = _to_numpy(array, f"the weights of {what!r}")
@@ -210,8 +179,8 @@ def attention_from_model(weights, source_tokens: Sequence[str], target_tokens: S
 
 
 def top_attended(weights_row, key_tokens: Sequence[str], k: int = 5) -> list[tuple[int, str, float]]:
-    """The ``k`` keys with the largest weights in one query's row: ``(position, token, weight)``,
-    largest first (ties: earlier position first). Keys with weight 0 (masked) are left out."""
+    """The ``k`` largest weights of one query's row as ``(position, token, weight)``, largest (then
+    earliest) first; masked keys (weight 0) are left out."""
     row = _to_numpy(weights_row, "weights_row")
     if row.ndim != 1:
         raise ValueError(f"weights_row must be one query's row (n_keys,), got shape {row.shape}")
@@ -225,14 +194,12 @@ def top_attended(weights_row, key_tokens: Sequence[str], k: int = 5) -> list[tup
 
 @dataclass(frozen=True)
 class HeadSummary:
-    """Numbers that describe one head's attention matrix (means over the queries that read anything).
+    r"""One head's attention matrix in numbers, means over the queries that read anything.
 
-    ``entropy`` (nats) of a row's weights, and ``max_entropy`` the mean of log(allowed keys), its
-    value for a uniform row; ``peak`` the mean largest weight; ``first`` the mean weight on key 0.
-    For self-attention only (else nan): ``itself`` (weight on the query's own position),
-    ``previous`` / ``next`` (on the position before / after it) and ``distance``, the mean of
-    :math:`\\sum_j a_{ij} |i - j|`. ``name`` is a guess: "previous token", "next token",
-    "itself", "first token", "broad" (near uniform), "sharp" (one key per query) or "mixed".
+    ``entropy`` (nats) and ``max_entropy`` (a uniform row's); ``peak`` the largest weight; ``first``
+    the weight on key 0; for self-attention only (else nan) the weight on ``itself``, the ``previous``
+    and ``next`` positions, and ``distance`` :math:`\sum_j a_{ij} |i - j|`. ``name``: a guess, e.g.
+    "previous token", "broad", "sharp", "mixed".
     """
 
     entropy: float
@@ -246,7 +213,7 @@ class HeadSummary:
     name: str
 
     def describe(self) -> str:
-        """Two short lines: entropy (and mean distance); the shares on previous, itself, next, first."""
+        """Two short lines of these numbers."""
         first = f"entropy {self.entropy:.2f} of {self.max_entropy:.2f} nats"
         if math.isnan(self.distance):
             return f"{first}\non first {self.first:.2f}"
@@ -255,8 +222,7 @@ class HeadSummary:
 
 
 def summarize_head(weights, *, self_attention: bool = True) -> HeadSummary:
-    """:class:`HeadSummary` of one head's ``weights`` ``(n_queries, n_keys)``; with
-    ``self_attention`` the queries are the last ``n_queries`` of the ``n_keys`` positions."""
+    """:class:`HeadSummary` of one head's ``weights`` ``(n_queries, n_keys)``."""
     A = _to_numpy(weights, "weights")
     if A.ndim != 2:
         raise ValueError(f"weights must be one head's matrix (n_queries, n_keys), got shape {A.shape}")
@@ -298,7 +264,7 @@ def summarize_head(weights, *, self_attention: bool = True) -> HeadSummary:
 
 
 def check_view(amap: AttentionMap, layer: int, head: int, token: int) -> None:
-    """Raise a ValueError naming the range when ``layer``, ``head`` or query ``token`` is outside ``amap``."""
+    """Raise ValueError naming the range when ``layer``, ``head`` or ``token`` is outside ``amap``."""
     for name, value, size in (("layer", layer, amap.layers), ("head", head, amap.heads), ("token", token, amap.n_queries)):
         if not 0 <= value < size:
             raise ValueError(f"{name} must be in 0..{size - 1} for {amap.kind!r}, got {value}")
@@ -306,12 +272,12 @@ def check_view(amap: AttentionMap, layer: int, head: int, token: int) -> None:
 
 
 def clip_token(token: str, width: int = 12) -> str:
-    """``token`` cut to ``width`` characters (the last one "…"), so that long tokens keep labels apart."""
+    """``token`` cut to ``width`` characters, the last one "…"."""
     return token if len(token) <= width else token[: width - 1] + "…"
 
 
 def _head_words(summary: HeadSummary) -> str:
-    """What the guessed name rests on, e.g. "'previous token': 0.87 of a query's weight on it on average"."""
+    """What the guessed name rests on, in words."""
     shares = {"previous token": summary.previous, "next token": summary.next, "itself": summary.itself,
               "first token": summary.first}
     if summary.name in shares:
@@ -324,9 +290,8 @@ def _head_words(summary: HeadSummary) -> str:
 
 def describe_view(amap: AttentionMap, layer: int, head: int, token: int, *, all_heads: bool = False, top: int = 3,
                   summaries: Sequence[HeadSummary] | None = None) -> str:
-    """The explorer's picture of a view in words (its alt text): the kind of plot, what query ``token``
-    attends to most (the ``top`` largest weights of its row, two decimals) and what the head looks like.
-    ``summaries``: the layer's :class:`HeadSummary` per head, if already computed."""
+    """The explorer's picture of a view in words (its alt text): the plot, what query ``token``
+    reads most (``top`` weights) and what the head looks like. ``summaries``: the layer's, if computed."""
     check_view(amap, layer, head, token)
     if summaries is None:
         summaries = [summarize_head(w, self_attention=amap.self_attention) for w in amap.weights[layer]]
@@ -349,10 +314,8 @@ def describe_view(amap: AttentionMap, layer: int, head: int, token: int, *, all_
 
 
 def head_shares(attentions: Sequence) -> dict[str, np.ndarray]:
-    """Where every head of a self-attention stack looks, averaged over sentences: for each of
-    ``attentions`` (one sentence's weights ``(layers, heads, n, n)``), each head's mean share on the
-    ``"previous token"``, the ``"next token"``, the ``"first token"`` and the ``"last token"`` (means over the
-    queries, as :func:`summarize_head`); returns ``{kind: (layers, heads)}``, the mean over the sentences."""
+    """Each head's mean share on the previous, next, first and last token, averaged over sentences:
+    ``attentions`` holds one ``(layers, heads, n, n)`` per sentence; returns ``{kind: (layers, heads)}``."""
     if not len(attentions):
         raise ValueError("head_shares needs at least one sentence's attention weights")
     kinds = ("previous token", "next token", "first token", "last token")

@@ -1,9 +1,4 @@
-r"""The attention explorer's controls: kind (if more than one), layer, head, an "all heads" toggle and the query token.
-
-:class:`AttentionExplorer` is a :class:`~seqlab.widgets.base.Widget` over one
-:class:`~seqlab.widgets.attention.draw.AttentionPlot` per kind and mode (one head, all heads),
-each kept alive.
-"""
+"""The attention explorer's controls: kind (if more than one), layer, head, an "all heads" toggle and the query token."""
 
 from __future__ import annotations
 
@@ -43,14 +38,11 @@ def _as_maps(attention, query_tokens, key_tokens, kind) -> dict[str, AttentionMa
 
 
 class AttentionExplorer(Widget):
-    """Widget: choose the kind of attention (if several), the layer, the head (or all heads) and
-    the query token; see the matrix, the token's row and what it attends to most.
+    """Widget: the kind of attention (if several), layer, head (or all heads) and query token.
 
-    ``attention``: an :class:`AttentionMap`, a dict kind -> map (:func:`attention_from_model`), a
-    list of maps, or a bare array with its ``query_tokens`` (and ``key_tokens``). Sliders over a
-    single value (one layer, one head) are disabled, as is "all heads" for a one-head model. Set
-    ``explorer.head.value = 2`` etc. from code to drive it without a display;
-    ``explorer.static_figure()`` is the picture of the state it was made with.
+    ``attention``: an :class:`AttentionMap`, a dict kind -> map (:func:`attention_from_model`), a list
+    of maps, or an array with its ``query_tokens`` (and ``key_tokens``). A slider over one value is
+    disabled, as is "all heads" for one head.
     """
 
     def __init__(self, attention, query_tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
@@ -96,7 +88,7 @@ class AttentionExplorer(Widget):
         self.head.disabled = self.all_heads.disabled = amap.heads == 1
 
     def _on_kind(self, change) -> None:
-        """Kind switched: the sliders' ranges follow its layers, heads and queries."""
+        """Kind switched: the sliders' ranges follow it."""
         amap = self.maps[change["new"]]
         with self.live.held(redraw=False):          # the LiveFigure's own observer redraws next
             self.layer.value = min(self.layer.value, amap.layers - 1)
@@ -116,7 +108,7 @@ class AttentionExplorer(Widget):
         return self.maps[self.kind.value]
 
     def plot(self, kind: str, all_heads: bool) -> AttentionPlot:
-        """The live figure of ``kind`` in one of the two modes (built once)."""
+        """The live figure of ``kind`` in one mode (built once)."""
         key = (kind, all_heads)
         if key not in self._plots:
             self._plots[key] = AttentionPlot(self.maps[kind], all_heads=all_heads, top=self.top, dpi=self.dpi,

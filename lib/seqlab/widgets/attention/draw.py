@@ -1,11 +1,4 @@
-r"""The attention explorer's draw part: one head's matrix with the chosen query's row, or all heads of a layer.
-
-:func:`draw_attention` draws one head's matrix with tokens on both axes, the chosen query's row
-outlined with its weights, and the list "what <token> attends to most"; or all heads of a layer
-as a grid of small matrices. :class:`AttentionPlot` is the same figure kept alive and redrawn in
-layers through a :class:`~seqlab.widgets.layered.LayeredFigure` (a token move redraws only the
-row highlight and the list).
-"""
+"""The attention explorer's draw part: one head's matrix with the chosen query's row, or all heads of a layer."""
 
 from __future__ import annotations
 
@@ -40,16 +33,12 @@ def _short(weight: float) -> str:
 
 
 class AttentionPlot:
-    """The explorer's figure for one :class:`AttentionMap`, kept alive and redrawn in layers.
+    """The explorer's figure for one :class:`AttentionMap`, kept alive: :meth:`update`, then :meth:`png`.
 
-    ``all_heads=False``: one head's matrix (query rows, key columns, both labelled), the chosen
-    query's row outlined with its weights written in, and on the right the list "what <token>
-    attends to most" and the head's summary. ``all_heads=True``: the layer's heads as a grid of
-    small matrices, each titled with its guessed name, the chosen row outlined in each, the chosen
-    head framed, and the list above. :meth:`update` changes artists in place; :meth:`png` redraws
-    only what changed (:class:`~seqlab.widgets.base.LayeredFigure`): the colour bar, tokens and
-    frames once; a layer or head change the heatmaps and titles; a token move the highlight and
-    the list.
+    One head's matrix with the chosen query's row outlined and written in, and beside it what the
+    query attends to most and the head's summary; or, ``all_heads``, the layer's heads as a grid,
+    the chosen head framed. Layers (:class:`~seqlab.widgets.layered.LayeredFigure`): a layer or head
+    change redraws the heatmaps and titles, a token move the highlight and the list.
     """
 
     def __init__(self, amap: AttentionMap, *, all_heads: bool = False, top: int = 5, dpi: int = FIGURE_DPI,
@@ -200,7 +189,7 @@ class AttentionPlot:
         return f"query {token}: {clip_token(query, 20)!r}"
 
     def update(self, layer: int, head: int, token: int) -> PNGFigure:
-        """Show ``layer`` and ``head`` (the framed one in the grid) and highlight query ``token``."""
+        """Show ``layer`` and ``head`` (framed in the grid) and highlight query ``token``."""
         amap = self.amap
         check_view(amap, layer, head, token)
         old = self.view
@@ -243,16 +232,15 @@ class AttentionPlot:
 
 def draw_attention(amap: AttentionMap, layer: int = 0, head: int = 0, token: int = 0, *, all_heads: bool = False,
                    top: int = 5, dpi: int = FIGURE_DPI) -> PNGFigure:
-    """A new figure of ``amap``: head ``head`` of ``layer`` (or all its heads, ``head`` framed) with
-    query ``token``'s row highlighted and what it attends to most (see :class:`AttentionPlot`)."""
+    """A new figure of ``amap``: head ``head`` of ``layer`` (or all its heads) with query ``token``'s row
+    highlighted (see :class:`AttentionPlot`)."""
     return AttentionPlot(amap, all_heads=all_heads, top=top, dpi=dpi).update(layer, head, token)
 
 
 
 def mask_figure(panels: Sequence[tuple[str, object, Sequence[str]]]):
-    """Attention masks side by side, each ``(title, mask (n, n) booleans, tokens)`` in seqlab's convention (True = the
-    query, a row, may read the key, a column), drawn as grids; returns ``(figure, alt text)`` for ``show``. The alt
-    text counts each mask's allowed pairs."""
+    """Attention masks side by side, each ``(title, mask (n, n) bool, tokens)`` (True: the query, a row,
+    may read the key, a column); returns ``(figure, alt text)``."""
     import matplotlib.pyplot as plt
 
     if not panels:
@@ -279,9 +267,8 @@ def mask_figure(panels: Sequence[tuple[str, object, Sequence[str]]]):
 
 
 def head_shares_figure(shares: dict, *, strong: float = 0.5):
-    """:func:`~seqlab.widgets.attention.compute.head_shares`' tables, ``{kind: (layers, heads)}``, as heat maps
-    (layer down, head across), two per row; returns ``(figure, alt text)``. The alt text names each kind's largest
-    share and counts the heads above ``strong``."""
+    """:func:`~seqlab.widgets.attention.compute.head_shares`' tables ``{kind: (layers, heads)}`` as heat maps;
+    returns ``(figure, alt text)``, the alt text counting the heads above ``strong``."""
     import matplotlib.pyplot as plt
 
     if not shares:
