@@ -1,12 +1,8 @@
-r"""The positional explorer's compute part: arrays in, arrays out, tested without a display.
+"""The positional explorer's compute part: arrays in, arrays out.
 
-The sinusoidal table's own numbers: :func:`dimension_wave` (one column as a wave), :func:`shift_rotation`
-(:math:`R_k`'s 2x2 block and the check of :math:`PE_{pos+k} = R_k PE_{pos}`), :func:`sinusoidal_similarity`,
-:func:`rope_similarity`, :func:`table_similarity`, :func:`random_learned_table`. And one
-:class:`EncodingView` per encoding of the registry (:data:`seqlab.nn.positional.ENCODING_CLASSES`), drawn by
-the hook it overrides: ``forward`` as the cosine of two positions' rows, ``rotate`` as the score of one vector
-against itself at two positions, ``score_bias`` as the bias itself (:data:`HOOK_VIEWS`).
-:func:`describe_positional` says a state in words (the alt text and the live region).
+One :class:`EncodingView` per encoding of :data:`seqlab.nn.positional.ENCODING_CLASSES`, by the hook it
+overrides (:data:`HOOK_VIEWS`): ``forward`` as the cosine of two positions' rows, ``rotate`` as one
+vector's score against itself at two positions, ``score_bias`` as the bias.
 """
 
 from __future__ import annotations
@@ -49,10 +45,7 @@ def table_similarity(table) -> np.ndarray:
 
 @lru_cache(maxsize=32)
 def sinusoidal_similarity(length: int, d_model: int, base: float = 10000.0) -> np.ndarray:
-    r"""``(length, length)``: :math:`\cos(PE_m, PE_n) = \frac{2}{d}\sum_i \cos((m-n)\,\omega_i)`, a function of :math:`m - n` only.
-
-    (Every :math:`PE_{pos}` has length :math:`\sqrt{d/2}`, so the dot product is this times :math:`d/2`.)
-    """
+    r"""``(length, length)``: :math:`\cos(PE_m, PE_n)`, a function of :math:`m - n` only."""
     _check_sizes(d_model, length)
     result = table_similarity(sinusoidal_table(length, d_model, base=base, dtype=torch.float64).numpy())
     result.setflags(write=False)                       # cached: shared by every caller
@@ -61,13 +54,8 @@ def sinusoidal_similarity(length: int, d_model: int, base: float = 10000.0) -> n
 
 @lru_cache(maxsize=32)
 def rope_similarity(length: int, head_dim: int, base: float = 10000.0, seed: int = 0) -> np.ndarray:
-    r"""``(length, length)``: the RoPE score of one vector against itself at positions ``m`` and ``n``.
-
-    :math:`(R_m u)^\top (R_n u) / |u|^2` for a fixed random ``u`` (``seed``): with query = key = ``u``,
-    what RoPE alone contributes to the score, a function of :math:`m - n` only. It equals
-    :math:`\sum_i w_i \cos((m-n)\theta_i)` with weights :math:`w_i` from ``u``'s pairs: the
-    frequencies of the sinusoidal table, weighted by the query and key a model learns.
-    """
+    r"""``(length, length)``: :math:`(R_m u)^\top (R_n u) / |u|^2` for a random ``u`` (``seed``), what RoPE
+    alone adds to a score; a function of :math:`m - n` only."""
     _check_sizes(head_dim, length)
     u = torch.randn(head_dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
     rotated = rotate_pairs(u.expand(length, head_dim), torch.arange(length), frequencies(head_dim, base))  # (L, d)
@@ -78,7 +66,7 @@ def rope_similarity(length: int, head_dim: int, base: float = 10000.0, seed: int
 
 @lru_cache(maxsize=32)
 def random_learned_table(length: int, d_model: int, seed: int = 0, std: float = 0.02) -> np.ndarray:
-    """``(length, d_model)``: a learned position table as it starts, before training (N(0, std^2))."""
+    """``(length, d_model)``: a learned position table at initialisation, N(0, std^2)."""
     _check_sizes(d_model, length)
     table = torch.randn(length, d_model, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * std
     result = table.numpy()
@@ -90,9 +78,8 @@ def dimension_wave(d_model: int, dimension: int, length: int, *, samples: int = 
                    base: float = 10000.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     r"""Column ``dimension`` of the sinusoidal table as a wave: ``(x, y, values, wavelength)``.
 
-    ``x`` ``(samples,)`` spans positions ``0 .. length - 1`` and ``y`` is the continuous
-    :math:`\sin(x\,\omega_i)` (even dimension ``2i``) or :math:`\cos(x\,\omega_i)` (odd ``2i+1``);
-    ``values`` ``(length,)`` are the table's entries at the integer positions; the wavelength is
+    ``x`` ``(samples,)`` spans positions ``0 .. length - 1``, ``y`` is its continuous sin (even
+    dimension) or cos (odd); ``values`` ``(length,)`` are the table's entries; ``wavelength`` is
     :math:`2\pi/\omega_i` positions.
     """
     _check_sizes(d_model, length)
@@ -106,7 +93,7 @@ def dimension_wave(d_model: int, dimension: int, length: int, *, samples: int = 
 
 @dataclass(frozen=True)
 class ShiftRotation:
-    """One frequency's part of :math:`PE_{pos+k} = R_k PE_{pos}`, and the check over all dimensions."""
+    """One frequency's part of :math:`PE_{pos+k} = R_k PE_{pos}`, and the error over all dimensions."""
 
     pair: int                # i: dimensions 2i (sin) and 2i+1 (cos)
     omega: float             # omega_i
@@ -118,11 +105,8 @@ class ShiftRotation:
 
 
 def shift_rotation(d_model: int, pos: int, k: int, pair: int, *, base: float = 10000.0) -> ShiftRotation:
-    r""":math:`R_k`'s 2x2 block for frequency ``pair`` and how well :math:`R_k PE_{pos}` gives :math:`PE_{pos+k}`.
-
-    The block, :math:`\begin{bmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{bmatrix}`,
-    does not depend on ``pos``. Computed in float64.
-    """
+    """:math:`R_k`'s 2x2 block for frequency ``pair`` and how well :math:`R_k PE_{pos}` gives
+    :math:`PE_{pos+k}`, in float64."""
     _check_sizes(d_model, 1)
     if not 0 <= pair < d_model // 2:
         raise ValueError(f"pair must be in 0..{d_model // 2 - 1} for d_model={d_model}, got {pair}")
@@ -138,7 +122,7 @@ def shift_rotation(d_model: int, pos: int, k: int, pair: int, *, base: float = 1
 
 
 def as_table(table) -> np.ndarray:
-    """A position table ``(positions, d)`` as float64 numpy (a tensor is detached and copied)."""
+    """A position table ``(positions, d)`` as float64 numpy."""
     if hasattr(table, "detach"):
         table = table.detach().cpu().double().numpy()
     table = np.asarray(table, dtype=np.float64)
@@ -166,13 +150,13 @@ HOOK_VIEWS: dict[str, HookView] = {
 
 
 def shown_encodings() -> tuple[str, ...]:
-    """The registry's names that put position in somewhere (every one but NoPE's), in course order."""
+    """The registry's names that put position in (all but NoPE), in course order."""
     return tuple(name for name, cls in ENCODING_CLASSES.items() if cls.hooks())
 
 
 @dataclass(frozen=True)
 class EncodingView:
-    """One encoding seen through one hook: ``values[m, n]`` ``(length, length)`` relates positions m and n."""
+    """One encoding through one hook: ``values[m, n]`` ``(length, length)`` relates positions m and n."""
 
     name: str            # the registry's name, e.g. "rope"
     label: str           # how figures print it, e.g. "RoPE"
@@ -184,8 +168,7 @@ class EncodingView:
 
 @lru_cache(maxsize=64)
 def _built(name: str, length: int, d_model: int, seed: int):
-    """The encoding as a one-head model of width ``d_model`` builds it, in float64, its parameters at their
-    initialisation under ``seed`` (the same picture on every run)."""
+    """The encoding of a one-head model of width ``d_model``, float64, initialised under ``seed``."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return positional_encoding(name, d_model=d_model, num_heads=1, max_len=length).double()
@@ -213,9 +196,8 @@ def _cached_view(name: str, hook: str, length: int, d_model: int, seed: int) -> 
 
 def encoding_view(name: str, length: int, d_model: int, *, table=None, table_label: str | None = None,
                   seed: int = 0) -> list[EncodingView]:
-    """Encoding ``name`` of the registry, built for one head of width ``d_model``, seen through each hook it
-    overrides (one view each; none for NoPE). ``table``: a trained table ``(max_len, d)`` shown instead of what
-    the ``forward`` hook adds at initialisation, labelled ``table_label``."""
+    """Encoding ``name`` seen through each hook it overrides (none for NoPE). ``table``: a trained table
+    ``(max_len, d)``, labelled ``table_label``, shown instead of the ``forward`` hook's initial one."""
     _check_sizes(d_model, length)
     cls = ENCODING_CLASSES[name]
     views = []
@@ -252,10 +234,8 @@ def _join(words: list[str]) -> str:
 def describe_positional(d_model: int, length: int, dimension: int, pos: int, k: int, *, learned=None,
                         learned_label: str | None = None, views: list[EncodingView] | None = None,
                         base: float = 10000.0) -> str:
-    """The explorer's picture of a state in words (its alt text): the panels, the chosen dimension's
-    wave, how position ``pos`` relates to ``pos + 1`` and ``pos + k`` under each encoding, and the
-    check of :math:`PE_{pos+k} = R_k PE_{pos}`. ``views``: the bottom row, by default
-    :func:`encoding_views` with ``learned`` (a trained table, labelled ``learned_label``) or none."""
+    """The explorer's picture of a state in words (its alt text). ``views``: the bottom row, by
+    default :func:`encoding_views` with ``learned`` (labelled ``learned_label``) or none."""
     _, _, _, wavelength = dimension_wave(d_model, dimension, length, base=base)
     if views is None:
         views = encoding_views(length, d_model, tables=None if learned is None else {"learned": learned},

@@ -1,9 +1,4 @@
-r"""The positional explorer's controls: ``d_model``, ``length``, ``dimension``, ``pos`` and the shift ``k``.
-
-:class:`PositionalExplorer` is a :class:`~seqlab.widgets.base.Widget` around a
-:class:`~seqlab.widgets.positional.draw.PositionalPlot`; its description (alt text, live region) is
-:func:`~seqlab.widgets.positional.compute.describe_positional` of the plot's views.
-"""
+"""The positional explorer's controls: ``d_model``, ``length``, ``dimension``, ``pos`` and the shift ``k``."""
 
 from __future__ import annotations
 
@@ -20,18 +15,10 @@ from seqlab.widgets.positional.draw import PositionalPlot
 __all__ = ["PositionalExplorer"]
 
 class PositionalExplorer(Widget):
-    """Controls: ``d_model`` (even, 8..128), ``length`` (8..128), ``dimension``, ``pos`` and the shift ``k``.
+    """Widget: ``d_model`` (even, 8..128), ``length`` (8..128), ``dimension``, ``pos`` and the shift ``k``.
 
-    >>> explorer = PositionalExplorer()                      # learned panel: a random table as at init
-    >>> PositionalExplorer(learned=model.positional.weight, learned_label="trained in section 7")
-
-    The bottom row has one panel per encoding of :data:`seqlab.nn.positional.ENCODING_CLASSES` that puts
-    position in (:func:`~seqlab.widgets.positional.compute.encoding_views`); ``tables={name: table}``
-    shows a trained table for any encoding added to the embeddings (``learned=`` is ``tables={"learned": ...}``).
-
-    A move of ``dimension``, ``pos`` or ``k`` redraws lines, texts and the 2x2 block over kept
-    pixels; ``d_model`` and ``length`` redraw the heatmaps (their similarity matrices are cached,
-    and the last 8 sizes' pictures are kept: going back to one draws no heatmap).
+    ``learned=`` (short for ``tables={"learned": ...}``) or ``tables={name: table}`` show trained tables
+    in the bottom row, one panel per encoding that puts position in.
     """
 
     def __init__(self, d_model: int = 64, length: int = 64, *, dimension: int = 8, pos: int = 10, k: int = 5,

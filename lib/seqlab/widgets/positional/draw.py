@@ -1,12 +1,4 @@
-r"""The positional explorer's draw part: :class:`PositionalPlot`, one figure kept alive and updated in place.
-
-Top row: the sinusoidal table (positions x dimensions) with the chosen dimension and the rows ``pos`` and
-``pos + k`` marked, and that dimension's wave. Bottom row: one panel per :class:`~.compute.EncodingView`
-(every registered encoding that puts position in, drawn by its hook), row ``pos`` marked, then
-:math:`R_k`'s 2x2 block for the chosen frequency with the numbers of :math:`PE_{pos+k} = R_k PE_{pos}`.
-The heatmaps are redrawn only when ``d_model`` or ``length`` change; a move of the dimension, position or
-shift redraws a few lines, texts and the block (:class:`~seqlab.widgets.layered.LayeredFigure`).
-"""
+"""The positional explorer's draw part: :class:`PositionalPlot`, one figure kept alive and updated in place."""
 
 from __future__ import annotations
 
@@ -29,7 +21,7 @@ __all__ = ["PositionalPlot"]
 
 
 def _nice_ticks(ax, rows: int, cols: int) -> None:
-    """Round tick positions (every index up to 16, else about six) for a matrix of ``rows x cols``."""
+    """Round tick positions for a ``rows x cols`` matrix."""
     for axis, size in ((ax.xaxis, cols), (ax.yaxis, rows)):
         if size > 16:
             ticks = [int(t) for t in MaxNLocator(nbins=6, integer=True).tick_values(0, size - 1) if 0 <= t <= size - 1]
@@ -41,7 +33,7 @@ def _nice_ticks(ax, rows: int, cols: int) -> None:
 
 
 def _replace_matrix(ax, values: np.ndarray, title: str, clim: tuple[float, float]) -> None:
-    """New values, of any shape, for a heatmap that draw_matrix drew on ``ax`` (its style kept)."""
+    """New values, of any shape, for a heatmap draw_matrix drew on ``ax``."""
     rows, cols = values.shape
     image = ax.images[0]
     image.set_data(values)
@@ -53,11 +45,11 @@ def _replace_matrix(ax, values: np.ndarray, title: str, clim: tuple[float, float
 
 
 class PositionalPlot:
-    """The explorer's figure, kept alive: :meth:`update` then :meth:`png`.
+    """The explorer's figure, kept alive: :meth:`update`, then :meth:`png`.
 
-    ``learned``: a trained table ``(max_len, d)`` for the learned encoding's panel (labelled
-    ``learned_label``), or None to show it as it starts; ``tables`` does the same for any encoding
-    by its registry name. One bottom panel per view of :func:`~.compute.encoding_views`.
+    Top: the sinusoidal table and one dimension's wave; bottom: one panel per view of
+    :func:`~.compute.encoding_views` (``tables`` / ``learned``: trained tables), and :math:`R_k`'s block.
+    Only ``d_model`` and ``length`` redraw the heatmaps.
     """
 
     FONTSIZE = 10
@@ -87,7 +79,7 @@ class PositionalPlot:
         self.ax_info.axis("off")
         self.sizes: tuple[int, int] | None = None
         self.state: dict[str, int] = {}
-        # a slider dragged back and forth revisits sizes: their static pixels are kept (about 2 MB each)
+        # a slider dragged back and forth revisits sizes: keep their static pixels
         self.layers = LayeredFigure(self.figure, keep_statics=8)
         self._build_view_artists()
 
@@ -129,7 +121,7 @@ class PositionalPlot:
                 draw_matrix(ax, values, annotate=False, cmap=DIVERGING, vmin=-limit, vmax=limit, xlabel=labels[0],
                             ylabel=labels[1], title=title, fontsize=fs)
                 ax.set_title(title, fontsize=fs, y=1.0)
-            else:                                # ... later sizes only swap the numbers (much faster)
+            else:                                # ... later sizes only swap the numbers
                 _replace_matrix(ax, values, title, (-limit, limit))
             _nice_ticks(ax, *values.shape)
         self.ax_pe.set_aspect("auto")
@@ -146,7 +138,7 @@ class PositionalPlot:
         self.layers.restyle(key=(d_model, length))
 
     def update(self, d_model: int, length: int, dimension: int, pos: int, k: int) -> None:
-        """Show the state (``dimension`` of ``d_model``, the rows ``pos`` and ``pos + k``)."""
+        """Show ``dimension`` of ``d_model`` and mark the rows ``pos`` and ``pos + k``."""
         _check_sizes(d_model, length)
         if not 0 <= pos < length:
             raise ValueError(f"pos must be in 0..{length - 1}, got {pos}")
