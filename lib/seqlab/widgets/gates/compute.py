@@ -1,12 +1,4 @@
-r"""The gate explorer's compute part: one pass of a character model over a text, recorded.
-
-:func:`gate_record` runs a :class:`~seqlab.models.charlm.CharLM` once and returns a
-:class:`GateRecord`: the characters and, for every quantity the recurrent layer traces, a
-``(T, H)`` numpy array (LSTM ``i f g o c h``, GRU ``r z n h``, RNN ``a h``). :func:`describe_gates`
-says in words what the explorer's picture of a view shows (its alt text). :func:`strongest_unit` finds
-the unit whose state follows a signal of the text (:func:`chars_since`: the position in the line)
-most closely. Arrays in, arrays out: tested without a display.
-"""
+"""The gate explorer's compute part: one pass of a character model over a text, recorded; arrays in, arrays out."""
 
 from __future__ import annotations
 
@@ -53,12 +45,11 @@ def visible_char(ch: str) -> str:
 
 @dataclass(frozen=True)
 class GateRecord:
-    """Everything one pass of a character model over ``text`` computed inside its recurrent layer.
+    """One pass of a character model over a text, inside its recurrent layer.
 
-    ``values[name]`` is a ``(T, H)`` float32 array for every traced name (LSTM ``i f g o c h``,
-    GRU ``r z n h``, RNN ``a h``); row ``t`` is the step that read ``chars[t]``. The state before
-    the first step is zero. ``top_next[t]`` holds the model's three likeliest next characters
-    after reading ``chars[: t + 1]``, with their probabilities.
+    ``values[name]`` is ``(T, H)`` float32 for every traced name (LSTM ``i f g o c h``, GRU ``r z n h``,
+    RNN ``a h``); row ``t`` is the step that read ``chars[t]``, from a zero state. ``top_next[t]``: the
+    three likeliest next characters after ``chars[: t + 1]`` with their probabilities.
     """
 
     chars: tuple[str, ...]
@@ -92,11 +83,8 @@ class GateRecord:
 @torch.no_grad()
 def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int = 0,
                 direction: str = "forward") -> GateRecord:
-    """Run ``model`` (a :class:`~seqlab.models.charlm.CharLM`) once over ``text`` and record its gates.
-
-    ``vocab`` maps characters to ids (``seqlab.data.char_lm_data().vocab``). The model runs in
-    eval mode without gradients; its training flag is restored afterwards.
-    """
+    """Run ``model`` (a :class:`~seqlab.models.charlm.CharLM`) once over ``text`` in eval mode,
+    without gradients, and record its gates. ``vocab`` maps characters to ids."""
     from seqlab.nn.recurrent import RecurrentBase
 
     if not isinstance(text, str):
@@ -138,9 +126,8 @@ def gate_record(model: torch.nn.Module, vocab: Vocab, text: str, *, layer: int =
 
 
 def describe_gates(record: GateRecord, gate: str, units: tuple[int, int], step: int, mark: int | None = None) -> str:
-    """The gate explorer's picture of a view in words (its alt text): the panels, the range and mean of
-    ``gate`` over units ``start <= u < stop``, how much of it is saturated, and for the marked unit
-    (if shown) its value at ``step`` and the characters at which it saturates. Two decimals."""
+    """The gate explorer's picture of a view in words (its alt text): ``gate`` over units ``start <= u < stop``,
+    its saturation, and the marked unit's value at ``step`` and where it saturates."""
     start, stop = units
     symbol, description, kind = QUANTITIES[gate]
     values = record[gate][:, start:stop]                                            # (T, units)
@@ -179,11 +166,8 @@ def describe_gates(record: GateRecord, gate: str, units: tuple[int, int], step: 
 # --------------------------------------------------------------------------------------------
 
 def chars_since(chars: str | tuple[str, ...], mark: str = "\n") -> np.ndarray:
-    """``(T,)`` float64: how many characters were read since the last ``mark`` (0 at a mark itself).
-
-    With ``mark="\n"`` this is the position in the line: 1 at a line's first character. Before the
-    first mark the count runs from the start of the text.
-    """
+    r"""``(T,)`` float64: characters read since the last ``mark`` (0 at a mark; from the start before
+    the first). With ``mark="\n"``: the position in the line."""
     if not isinstance(mark, str) or len(mark) != 1:
         raise ValueError(f"mark must be one character, got {mark!r}")
     counts = np.zeros(len(chars))
@@ -196,7 +180,7 @@ def chars_since(chars: str | tuple[str, ...], mark: str = "\n") -> np.ndarray:
 
 def unit_correlations(values: np.ndarray, signal: np.ndarray) -> np.ndarray:
     """``(H,)``: Pearson's correlation of each column of ``values`` ``(T, H)`` with ``signal`` ``(T,)``,
-    in float64 (a constant column gets 0)."""
+    float64; 0 for a constant column."""
     values, signal = np.asarray(values, dtype=np.float64), np.asarray(signal, dtype=np.float64)
     if values.ndim != 2 or signal.shape != values.shape[:1]:
         raise ValueError(f"values should be (T, H) and signal (T,) with the same T, got {values.shape} and "
@@ -211,7 +195,7 @@ def unit_correlations(values: np.ndarray, signal: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class UnitSearch:
-    """The result of :func:`strongest_unit`: every unit's correlation with the signal, ranked by its size."""
+    """The result of :func:`strongest_unit`: every unit's correlation with the signal."""
 
     name: str                        # the quantity searched: 'c', 'h', or a gate
     correlations: np.ndarray         # (H,) float64
@@ -239,13 +223,13 @@ class UnitSearch:
 
     @property
     def margin(self) -> float:
-        """How much further the best unit's |correlation| reaches than the runner-up's."""
+        """The best unit's |correlation| minus the runner-up's."""
         return abs(self.correlation) - abs(self.runner_up_correlation)
 
 
 def strongest_unit(record: GateRecord, signal: np.ndarray, name: str = "c") -> UnitSearch:
-    """The unit whose ``name`` (``'c'``: cell state, ``'h'``, or a gate) follows ``signal`` ``(T,)`` most
-    closely over ``record``'s text, measured by the size of Pearson's correlation; with the runner-up."""
+    """The unit whose ``name`` (``'c'``, ``'h'`` or a gate) correlates most, in size, with ``signal``
+    ``(T,)`` over ``record``'s text; with the runner-up."""
     if name not in record.values:
         raise ValueError(f"name must be one of {sorted(record.values)} for this {record.cell.upper()}, got {name!r}")
     if np.shape(signal) != (record.steps,):

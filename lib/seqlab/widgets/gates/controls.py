@@ -1,14 +1,4 @@
-r"""The gate explorer's controls: model, gate, units, a unit to watch and a step, with the step's numbers.
-
-:class:`GateExplorer` is a :class:`~seqlab.widgets.base.Widget`: ipywidgets controls that redraw
-a :class:`~seqlab.widgets.gates.draw.GatePlot` (one per model, kept alive) and, beside the
-picture, the chosen step's numbers for the units around the watched one (:func:`step_table`);
-above it a line on what the chosen gate does (:func:`gate_legend`) and the text along the step
-slider (:func:`text_tape`).
-
-The widget is laid out for a 1280 x 720 slide: about 1,050 px wide and under 600 px tall at the
-course's figure resolution (picture and numbers side by side).
-"""
+"""The gate explorer's controls: model, gate, units, a unit to watch and a step, with the step's numbers."""
 
 from __future__ import annotations
 
@@ -45,8 +35,7 @@ LEGEND: dict[str, str] = {
 
 
 def shown_units(units: tuple[int, int], mark: int | None = None, max_units: int = 8) -> list[int]:
-    """The units a step table lists: ``max_units`` of ``start <= u < stop``, centred on ``mark`` when
-    it is one of them, else the first ones."""
+    """``max_units`` of units ``start <= u < stop``, centred on ``mark`` if it is one, else the first."""
     start, stop = units
     count = min(max_units, stop - start)
     if mark is None or not start <= mark < stop:
@@ -58,9 +47,8 @@ def shown_units(units: tuple[int, int], mark: int | None = None, max_units: int 
 
 def step_table(record: GateRecord, step: int, units: tuple[int, int], *, gate: str | None = None,
                max_units: int = 8, mark: int | None = None) -> str:
-    """HTML with the numbers of one step: the character, the model's guess of the next one, and every
-    traced value for ``max_units`` of units ``start <= u < stop`` (centred on unit ``mark`` if it is one
-    of them, its column highlighted; row ``gate`` in bold)."""
+    """HTML with one step's numbers: the character, the next-character guess, and every traced value
+    of :func:`shown_units` (``mark``'s column highlighted, row ``gate`` in bold)."""
     start, stop = units
     shown = shown_units(units, mark, max_units)
     T = record.steps
@@ -96,8 +84,7 @@ TAPE_CHARS = 100          # characters the text line above the step slider shows
 
 
 def text_tape(record: GateRecord, step: int) -> str:
-    """HTML: the whole text in one line, the character read at ``step`` in red, underlined -- the step
-    slider's axis written out in characters."""
+    """HTML: the text in one line, the character read at ``step`` highlighted."""
     first = min(max(step - TAPE_CHARS // 2, 0), max(record.steps - TAPE_CHARS, 0))   # a long text: a window
     chars = [html.escape(visible_char(ch)) for ch in record.chars[first:first + TAPE_CHARS]]
     chars[step - first] = (f"<b style='color:{HIGHLIGHT};text-decoration:underline;background:{HIGHLIGHT_BACKGROUND}'>"
@@ -116,16 +103,11 @@ def gate_legend(gate: str) -> str:
 
 
 class GateExplorer(Widget):
-    """Widget: pick a model, a gate, units, a unit to watch and a time step; see the heatmaps and the
-    step's numbers.
+    """Widget: a model, a gate, units, a unit to watch and a step; the heatmaps and the step's numbers.
 
-    ``models`` maps a label (shown in the model dropdown) to a CharLM; each is run over ``text``
-    once, when first shown. The units slider is inclusive at both ends (as it reads); the
-    figure shows units ``lo..hi``. ``watch`` is a unit to follow (default: the window's first):
-    its row is outlined in the picture and the numbers list the five units around it. Moving the
-    units window away from it moves it into the window; typing a unit outside the window moves the
-    window to it. Set controls from code (``explorer.step.value = 5``) to drive it without a
-    display; ``explorer.figure()`` is the view shown now as a static picture.
+    ``models`` maps a label to a CharLM, run over ``text`` when first shown. The units slider is
+    inclusive at both ends. ``watch`` (default: the window's first unit) is outlined and its
+    neighbours' numbers listed; the units window and the watched unit keep each other inside.
     """
 
     TABLE_UNITS = 5        # columns of the numbers table: five units fit beside the picture on a slide
@@ -187,7 +169,7 @@ class GateExplorer(Widget):
 
     # controls -------------------------------------------------------------------------------------
     def _on_model(self, change) -> None:
-        """Model switched: gate options follow its cell type, the units slider and watched unit its size."""
+        """Model switched: gate options, units and watched unit follow it."""
         record = self.record(change["new"])
         # no redraw at the end: the base class's own observer of the model dropdown runs next
         with self.held(redraw=False):
@@ -203,14 +185,14 @@ class GateExplorer(Widget):
                 self.watch.value = min(max(self.watch.value, self.units.value[0]), self.units.value[1])
 
     def _on_units(self, change) -> None:
-        """Units moved: a watched unit left outside the window moves to its nearest edge."""
+        """Units moved: a watched unit outside the window moves to its nearest edge."""
         lo, hi = change["new"]
         if not lo <= self.watch.value <= hi:
             with self.held(redraw=False):
                 self.watch.value = min(max(self.watch.value, lo), hi)
 
     def _on_watch(self, change) -> None:
-        """A unit typed outside the window: the window (same width) moves to centre on it."""
+        """A unit typed outside the window: the window moves to centre on it."""
         unit, (lo, hi) = change["new"], self.units.value
         if not lo <= unit <= hi:
             width = hi - lo
@@ -241,9 +223,7 @@ class GateExplorer(Widget):
         return describe_gates(self.record(model), gate, (units[0], units[1] + 1), step, watch)
 
     def figure(self, **values) -> GateFigure:
-        """A new figure of the state ``values``; a control left out keeps its current value, so
-        ``explorer.figure()`` is the view shown now (for a notebook's saved output, take
-        ``static_figure(**changes)``: the same picture with its alt text)."""
+        """A new figure of ``values``; a control left out keeps its current value."""
         values = {**self.values(), **values}
         lo, hi = values["units"]
         return draw_gates(self.record(values["model"]), values["gate"], (lo, hi + 1), values["step"], values["watch"])

@@ -1,12 +1,4 @@
-r"""The gate explorer's draw part: a record as stacked heatmaps over time x units.
-
-:func:`draw_gates` draws the chosen gate, the cell state (LSTM only) and the hidden state, the
-chosen step's column outlined in every panel, and one unit's row (the watched one). :class:`GatePlot`
-is the same figure kept alive and updated in place, rendered through a
-:class:`~seqlab.widgets.layered.LayeredFigure` with one panel per heatmap: what makes the widget
-answer quickly. :func:`draw_text_colours` draws one unit as the text itself, each character on its
-value's colour (Karpathy's way).
-"""
+"""The gate explorer's draw part: a record as stacked heatmaps over time x units, or one unit as coloured text."""
 
 from __future__ import annotations
 
@@ -55,27 +47,14 @@ class GateFigure(PNGFigure):
 
 
 class GatePlot:
-    """A gate figure that stays alive: :meth:`update` changes its artists in place.
+    """A gate figure kept alive: :meth:`update` changes its artists in place, :meth:`png` renders it.
 
-    Built once per record. Moving the units or the gate swaps image data, colour limits and
-    titles; moving the step only moves the highlight. ``mark`` outlines one unit's row in every
-    panel (when it is among the units shown). :meth:`png` renders it for the widget through a
-    :class:`~seqlab.widgets.layered.LayeredFigure` with one panel per heatmap, in three layers, each
-    kept as pixels until something in it changes:
-
-    - *static*: frames, colour bars, the characters under the bottom panel; kept per set of
-      colour maps and limits (a handful per model), since colour bars are the dearest part;
-    - *view*: the heatmaps, unit axes, spines, titles and the marked unit's outline, redrawn over
-      the static layer, panel by panel, when the gate (one panel) or the units or the mark (every
-      panel) change;
-    - *step*: the highlight, the red character and the header, drawn over the view layer at
-      every move.
-
-    The figure is a :class:`GateFigure`, not registered with pyplot.
+    Layers (:class:`~seqlab.widgets.layered.LayeredFigure`, one panel per heatmap): *static* frames,
+    colour bars and characters, kept per set of colour maps and limits; *view* the heatmaps, titles
+    and the ``mark`` unit's outline, redrawn panel by panel; *step* the step's highlight and header.
     """
 
-    # inches: at the course's 80 dpi the LSTM's three panels are 672 x 388 px, so that picture, numbers
-    # and controls fit a 1280 x 720 slide
+    # inches: at FIGURE_DPI the picture, the numbers and the controls fit a 1280 x 720 slide
     WIDTH, PANEL_HEIGHT, TOP, BOTTOM = 8.4, 1.3, 0.5, 0.45
     LEFT, RIGHT = 0.6, 0.65                                      # inches
 
@@ -149,8 +128,8 @@ class GatePlot:
         self.view: tuple | None = None
         self._quantities: list[str | None] = [None if p == "gate" else p for p in self.panels]
         self._colours: tuple | None = None       # each panel's colour map and limits: what the static layer shows
-        # the static layer is kept per set of colour maps and limits: at most two per cell type (sigmoid
-        # gates and the tanh candidate), since colour bars are the dearest part of a full draw
+        # the static layer (colour bars) is kept per set of colour maps and limits: at most two per cell
+        # type (sigmoid gates, the tanh candidate)
         self.layered = LayeredFigure(fig, step_artists=self.dynamic, keep_statics=4,
                                      panels=[(artists, self._panel_band(row)) for row, artists in enumerate(view_artists)])
 
@@ -159,8 +138,7 @@ class GatePlot:
         limits = _limit(self.record, name)
         cmap = SEQUENTIAL if QUANTITIES[name][2] == "sigmoid" else DIVERGING
         image = self.images[row]
-        # each change lays the colour bar out again (about 9 ms): once for both, and not at all
-        # when they stay (i -> f)
+        # new colours lay the colour bar out again: set map and limits at once, and only when they differ
         if (image.get_cmap().name, image.get_clim()) != (cmap, limits):
             with image.callbacks.blocked(signal="changed"):
                 image.set_cmap(cmap)
@@ -171,8 +149,8 @@ class GatePlot:
         self.titles[row].set_text(f"${symbol}$  {description}")
 
     def update(self, gate: str, units: tuple[int, int], step: int, mark: int | None = None) -> GateFigure:
-        """Show ``gate`` (one of ``record.gates``), units ``start <= u < stop``, highlight ``step``, and
-        outline the row of unit ``mark`` (if it is one of the units shown)."""
+        """Show ``gate`` over units ``start <= u < stop``, highlight ``step`` and outline unit ``mark``
+        (if shown)."""
         record = self.record
         start, stop = _check_view(record, gate, units, step, mark)
         old_units, old_mark = (self.view[1], self.view[3]) if self.view else (None, None)
@@ -211,29 +189,24 @@ class GatePlot:
         return self.figure
 
     def _panel_band(self, row: int) -> Bbox:
-        """The pixels that panel ``row``'s view layer may touch, across the full width.
-
-        Neighbouring bands meet a quarter of the way down the gap between two heatmaps: the title
-        above a heatmap needs the rest of the gap, the colour bar's lowest label a little below.
-        """
+        """The pixels panel ``row``'s view layer may touch, full width: bands meet a quarter of the way
+        down the gap between heatmaps (the title above needs the rest)."""
         box = self.axes[row].bbox
         top = box.y1 + (0.75 * (self.axes[row - 1].bbox.y0 - box.y1) if row else 0.5 * self.TOP * self.figure.dpi)
         bottom = box.y0 - 0.25 * (box.y0 - self.axes[row + 1].bbox.y1) if row + 1 < len(self.axes) else 0
         return Bbox.from_extents(0, bottom, self.figure.bbox.x1, top)
 
     def png(self, *, compress_level: int = 1) -> bytes:
-        """PNG bytes of the figure as it is now, redrawing only the layers and panels that changed."""
+        """PNG bytes of the figure now, redrawing only what changed."""
         return self.layered.png(compress_level=compress_level)
 
 
 def draw_gates(record: GateRecord, gate: str | None = None, units: tuple[int, int] | None = None,
                step: int = 0, mark: int | None = None) -> GateFigure:
-    """Heatmaps over time x units of ``gate``, the cell state (LSTM) and the hidden state.
+    """A new figure: heatmaps over time x units of ``gate``, the cell state (LSTM) and the hidden state.
 
-    ``units=(start, stop)`` selects units ``start <= u < stop`` (default: the first 32);
-    ``gate`` defaults to the forget gate (LSTM), the update gate (GRU) or the pre-activation
-    (RNN). The column of ``step`` is outlined in every panel, and the row of unit ``mark`` (if
-    given and shown). Returns a new Figure.
+    ``units=(start, stop)``: default the first 32; ``gate``: default :data:`DEFAULT_GATE`. The column
+    of ``step`` is outlined in every panel, and the row of unit ``mark`` if shown.
     """
     gate = DEFAULT_GATE[record.cell] if gate is None else gate
     units = (0, min(32, record.hidden_size)) if units is None else units
@@ -242,12 +215,10 @@ def draw_gates(record: GateRecord, gate: str | None = None, units: tuple[int, in
 
 def draw_text_colours(chars: str | tuple[str, ...], values: np.ndarray, *, vmax: float | None = None,
                       title: str = "", label: str = "value", char_width: float = 0.15):
-    """The text itself, each character on a background of its value's colour: one unit drawn as Karpathy does.
+    """The text, each character on its value's colour: one unit drawn as Karpathy does.
 
-    ``values`` ``(T,)`` holds one number per character (a unit's ``c_t`` or ``h_t``). Colours come from the
-    course's diverging map, centred at 0 and clipped at ``±vmax`` (default: the largest ``|value|``), so
-    blue is negative, white 0 and red positive. A line break ends a row and is drawn as "↵" on its own
-    colour. Dark backgrounds get white letters. Returns the figure (a colour bar labelled ``label`` below).
+    ``values`` ``(T,)``: one number per character, on the diverging map clipped at ``±vmax`` (default
+    the largest ``|value|``). A line break ends a row. Returns the figure.
     """
     import matplotlib.pyplot as plt
     from matplotlib.colors import Normalize
