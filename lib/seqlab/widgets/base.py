@@ -1,21 +1,4 @@
-r"""What every course widget shares: an annotated heatmap and a widget class.
-
-- :func:`draw_matrix` -- one matrix as an annotated heatmap: labels on both axes (tokens), axis
-  titles ("key", "query"), each cell's number in a colour that reads on its background, ``-inf``
-  as a grey "−∞" cell (a masked score), one row outlined (the chosen query). The stepper, the
-  attention explorer and the positional-encoding explorer all draw their matrices with it.
-- :class:`Widget` -- a widget is a compute function, a draw function and its controls. A subclass
-  declares its controls (``ipywidgets`` value widgets, by name) and implements
-  :meth:`Widget.figure` (values -> a new Figure) and :meth:`Widget.describe` (values -> what the
-  picture shows and what to see in it, in words, from the compute part's numbers); it may override
-  :meth:`Widget.render` (values -> PNG bytes, through a :class:`~seqlab.widgets.layered.LayeredFigure`)
-  where a new figure per move would be too slow. The base class lays out the controls row(s), the
-  picture, its description for screen readers (a polite live region, rewritten at every move) and the
-  "redrawn in N ms" line
-  (a :class:`~seqlab.widgets.live.LiveFigure` inside), gives :meth:`Widget.static_figure` (the
-  default state as a :class:`~seqlab.widgets.live.PNGFigure` with the description as its alt text,
-  for readers without a kernel) and shows itself as a notebook cell's value.
-"""
+"""What every course widget shares: :func:`draw_matrix`, an annotated heatmap, and :class:`Widget`."""
 
 from __future__ import annotations
 
@@ -42,8 +25,7 @@ MIN_FONTSIZE = 9                    # points; the figures are sized so that 1 pt
 
 def format_number(value: float, fmt: str | Callable[[float], str] | None = None) -> str:
     """A cell's text: "−∞" / "∞" for infinities, "" for nan, else ``fmt`` (a format spec such as
-    ``".3f"`` or ``"{:.1%}"``, or a callable). The default shows two decimals, and whole numbers
-    without them ("1", "-2"), as the lectures write them."""
+    ``".3f"`` or ``"{:.1%}"``, or a callable); by default two decimals, whole numbers without them."""
     if np.isnan(value):
         return ""
     if np.isinf(value):
@@ -83,7 +65,7 @@ def _check_labels(name: str, labels: Sequence[str] | None, size: int, axis: str)
 
 
 def _text_width_pt(text: str, fontsize: float) -> float:
-    """Roughly how wide ``text`` is set in points (0.6 em a character: DejaVu Sans digits are 0.64)."""
+    """Roughly how wide ``text`` is set, in points (0.6 em a character)."""
     return 0.6 * fontsize * max(len(text), 1)
 
 
@@ -92,18 +74,12 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
                 vmax: float | None = None, fmt: str | Callable[[float], str] | None = None,
                 highlight_row: int | None = None, xlabel: str | None = None, ylabel: str | None = None,
                 title: str | None = None, fontsize: float = 10, label_fontsize: float | None = None):
-    """Draw ``values`` ``(rows, columns)`` (numpy or torch) on ``ax`` as an annotated heatmap.
+    """Draw ``values`` ``(rows, columns)`` (numpy or torch) on ``ax`` as a heatmap; returns the ``AxesImage``.
 
-    Row ``i`` is drawn at y = i (top to bottom), column ``j`` at x = j. ``-inf`` cells (masked
-    scores) and nan cells are grey; ``-inf`` reads "−∞". ``vmin``/``vmax`` default to the finite
-    values' range. ``annotate="auto"`` writes the numbers when they fit in their cells at
-    ``fontsize`` (judged from the axes' size in the figure, so lay the figure out first);
-    the text is black or white, whichever reads on the cell. ``row_labels``/``col_labels``
-    (e.g. tokens; default: 0, 1, ...) go on the y and x axes at ``label_fontsize`` (default
-    ``fontsize``); column labels turn vertical when they would overlap, and when even so they
-    would, only every k-th row/column is labelled (k = ceil(label size / cell size)). With
-    ``annotate=False`` no cell's text is made. ``highlight_row`` is outlined and its label (if shown)
-    set in bold. Returns the ``AxesImage``.
+    Row i is at y = i, column j at x = j. ``-inf`` (masked) and nan cells are grey, ``-inf`` reads "−∞";
+    ``vmin``/``vmax`` default to the finite range. ``annotate="auto"`` writes the numbers where they fit
+    (judged from the axes' size: lay the figure out first). Crowded column labels turn vertical, then
+    only every k-th label is shown. ``highlight_row`` is outlined and its label set in bold.
     """
     values = _as_matrix(values)
     rows, cols = values.shape
@@ -123,8 +99,7 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
         vmax = vmin + 1.0
     shown = np.where(np.isfinite(values), values, np.nan)      # -inf and nan: "bad" -> the grey face
     colour_map = (colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=MASKED)
-    # nearest-neighbour resampling of the values, then the colour map: the same pixels as resampling
-    # colours for cells this size, at less than half the cost (it is what a head or layer move redraws)
+    # resample the values, then colour them: for cells this size the same pixels as resampling colours, cheaper
     image = ax.imshow(shown, cmap=colour_map, vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest",
                       interpolation_stage="data")
     ax.set_facecolor(MASKED)
@@ -147,8 +122,7 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
             colour = "black" if not np.isfinite(v) else text_colour(colours[i, j])
             ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=fontsize, color=colour)
 
-    # tick labels: every one when they fit, else every k-th (k = how many rows/columns one label spans);
-    # a 64 x 64 matrix then sets 16 labels an axis, not 64 (each tick is a few hundred calls)
+    # tick labels: every k-th, k = how many rows/columns one label spans (each tick is dear to set)
     col_labels = col_labels if col_labels is not None else [str(j) for j in range(cols)]
     row_labels = row_labels if row_labels is not None else [str(i) for i in range(rows)]
     vertical = max(_text_width_pt(label, label_fontsize) for label in col_labels) > 0.95 * column_pt
@@ -178,27 +152,11 @@ def draw_matrix(ax, values, row_labels: Sequence[str] | None = None, col_labels:
 class Widget:
     """Base class of the course widgets: controls -> a picture, redrawn at every change.
 
-    A subclass creates its controls, then calls ``super().__init__(controls)`` and implements
-    :meth:`figure` and :meth:`describe`::
-
-        class WaveExplorer(Widget):
-            def __init__(self):
-                super().__init__({"frequency": widgets.FloatSlider(value=2.0, min=0.5, max=8.0)})
-
-            def figure(self, frequency: float) -> Figure:
-                return draw_wave(compute_wave(frequency))
-
-            def describe(self, frequency: float) -> str:
-                return describe_wave(compute_wave(frequency))
-
-    ``rows`` lays the controls out, top to bottom: each row a control's name, another widget
-    (a legend, a readout), or a list of them side by side; by default one row with every control.
-    ``beside`` are widgets shown right of the picture and ``below`` under it (e.g. a table of
-    numbers). Override :meth:`render` for a faster
-    path than a new figure per move (it must show what :meth:`figure` shows), and
-    :meth:`update_text` for text widgets that follow the controls. ``widget.controls[name].value
-    = v`` moves a control from code, as a user does; ``with widget.held(): ...`` moves several
-    with one redraw.
+    A subclass makes its controls, calls ``super().__init__(controls)`` and implements :meth:`figure`
+    and :meth:`describe`; it may override :meth:`render` (a faster path to the same picture) and
+    :meth:`update_text`. ``rows`` lays out the controls top to bottom (a control's name, another
+    widget, or a list of them side by side); ``beside`` / ``below`` hold widgets right of / under the
+    picture. ``widget.controls[name].value = v`` moves a control from code; ``held()`` batches moves.
     """
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget], *,
@@ -235,9 +193,8 @@ class Widget:
         raise NotImplementedError(f"{type(self).__name__} must implement figure(**values)")
 
     def describe(self, **values) -> str:
-        """What the picture of the state ``values`` shows and what to see in it: one to three sentences
-        from the compute part's numbers, rounded so that they read the same on every machine. The
-        static picture's alt text and the live view's screen-reader text after each move."""
+        """The picture of ``values`` in one to three sentences, rounded to read alike on every machine:
+        the static picture's alt text and the screen-reader text after each move."""
         raise NotImplementedError(f"{type(self).__name__} must implement describe(**values)")
 
     def render(self, **values) -> bytes:
@@ -258,9 +215,8 @@ class Widget:
         return self.live.values()
 
     def static_figure(self, **changes) -> PNGFigure:
-        """A new figure of the default state (the controls' values when the widget was made), with
-        ``changes`` applied: the picture a notebook keeps for readers without a kernel, with
-        :meth:`describe` of that state as its alt text."""
+        """A new figure of the state the widget was made in, with ``changes``, and :meth:`describe` as
+        its alt text: the picture a notebook keeps for readers without a kernel."""
         unknown = set(changes) - set(self.controls)
         if unknown:
             raise ValueError(f"unknown controls {sorted(unknown)}; controls: {list(self.controls)}")

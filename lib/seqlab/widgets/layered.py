@@ -1,12 +1,4 @@
-r"""LayeredFigure: a figure kept alive between redraws and rendered to PNG in three layers.
-
-Every course widget that answers a move quickly (attention, gates, positional encodings) renders
-through it (matplotlib's blitting): *static* (frames, tick labels, colour bars; drawn once), *view*
-(heatmaps, titles; redrawn when the view changes) and *step* (a highlight, a list; drawn at every
-move). A move that only changes the step layer costs a PNG encoding and a few artists, not a full
-draw. A figure of stacked panels can name its view artists per panel (a horizontal band of the
-figure each), so that a change in one panel redraws that band only.
-"""
+"""LayeredFigure: a figure kept alive between redraws and rendered to PNG in layers (matplotlib's blitting)."""
 
 from __future__ import annotations
 
@@ -23,28 +15,19 @@ __all__ = ["LayeredFigure"]
 class LayeredFigure:
     """A figure that stays alive and renders to PNG in three layers, each kept as pixels.
 
-    - *static*: everything not named below; drawn once (and again after :meth:`restyle`);
-    - *view*: ``view_artists``; drawn over the static pixels when :meth:`view_changed` was called;
-    - *step*: ``step_artists``; drawn over the view pixels at every :meth:`png`.
+    - *static*: everything not named below; drawn once, and again after :meth:`restyle`;
+    - *view*: ``view_artists``, drawn over the static pixels after :meth:`view_changed`;
+    - *step*: ``step_artists``, drawn over the view pixels at every :meth:`png`.
 
-    The owner changes artists in place (``set_data``, ``set_text``, ``set_xy``), calls
-    :meth:`view_changed` if a view artist changed, and asks for :meth:`png`. A layer is drawn
-    over the one below, so what lies on top of a view artist in a full draw must be a view or step
-    artist too (the frames of the axes that hold view artists belong to the view layer, drawn after
-    them as in a full draw unless listed among them, where they are drawn in their place; step
-    artists should have a zorder above the frames', 2.5). ``savefig`` on :attr:`figure` still draws
-    everything (the layers are marked animated only while the static pixels are taken), so the same
-    figure serves a static picture too.
+    The owner changes artists in place, calls :meth:`view_changed` if a view artist changed, and asks
+    for :meth:`png`. What lies on top of a view artist in a full draw must be a view or step artist
+    too (the frames of axes holding view artists are redrawn after them unless listed; step artists
+    need a zorder above the frames', 2.5). ``savefig`` still draws everything.
 
-    ``panels=[(artists, band), ...]`` gives the view layer per panel instead of ``view_artists``:
-    ``band`` is the :class:`~matplotlib.transforms.Bbox` (display pixels) that the panel's artists
-    draw in, and :meth:`view_changed` / :meth:`restyle` with ``panels=`` redraw those bands only.
-
-    ``keep_views=k`` keeps the pixels of the last ``k`` views, named by the ``key`` given to
-    :meth:`view_changed` (e.g. ``(layer, head)``): going back to one of them costs no view
-    drawing (a full-figure copy each, about width x height x 4 bytes). ``keep_statics=k`` does the
-    same for the static layer, named by the ``key`` given to :meth:`restyle` (e.g. the sizes of the
-    matrices shown): going back to one costs no full draw.
+    ``panels=[(artists, band), ...]`` splits the view layer into bands (a display-pixel ``Bbox`` each)
+    that :meth:`view_changed` / :meth:`restyle` with ``panels=`` redraw alone. ``keep_views=k`` /
+    ``keep_statics=k`` keep the pixels of the last ``k`` views / static layers by the ``key`` given
+    to :meth:`view_changed` / :meth:`restyle` (a full-figure copy each).
     """
 
     def __init__(self, figure: Figure, view_artists: Iterable = (), step_artists: Iterable = (), *,
@@ -89,10 +72,9 @@ class LayeredFigure:
             self._stale.update(panels)
 
     def restyle(self, key=None, *, panels: Iterable[int] | None = None) -> None:
-        """Something in the static layer changed (to the state named ``key``, if given): draw it again
-        at the next :meth:`png`, or take its kept pixels. The owner must have put every static artist
-        in the state ``key`` names (kept pixels are a copy of them, not a replacement). ``panels``:
-        the static layer changed inside these panels' bands only (default: anywhere)."""
+        """The static layer changed (to the state ``key``, if given; inside ``panels``' bands only, if
+        given): draw it at the next :meth:`png`, or take its kept pixels. The owner must have put every
+        static artist in the state ``key`` names."""
         self._static = None
         self._views.clear()
         self._static_key = key
@@ -101,8 +83,8 @@ class LayeredFigure:
         self._mark_stale(panels)
 
     def view_changed(self, key=None, *, panels: Iterable[int] | None = None) -> None:
-        """View artists changed (to the view named ``key``, if given; in ``panels`` only, if given):
-        draw the view layer again at the next :meth:`png`, or take its kept pixels."""
+        """View artists changed (to the view ``key``, in ``panels`` only, if given): draw the view
+        layer at the next :meth:`png`, or take its kept pixels."""
         self._view_key = key
         kept = self._views.get(key) if key is not None else None
         if kept is not None:
@@ -113,7 +95,7 @@ class LayeredFigure:
             self._mark_stale(panels)
 
     def png(self, *, compress_level: int = 1) -> bytes:
-        """PNG bytes of the figure as it is now, drawing only the layers (and panels) that changed."""
+        """PNG bytes of the figure now, drawing only the layers (and panels) that changed."""
         from PIL import Image
 
         if self._static is None:
@@ -163,8 +145,8 @@ class LayeredFigure:
 
 
 def _frames(artists: Iterable) -> list:
-    """The spines of the axes that hold ``artists``, except those listed among them: a heatmap's edge
-    pixels reach under its frame, so the frames go on top again, as in a full draw."""
+    """The spines of the axes holding ``artists``, but those listed: a heatmap's edge pixels reach
+    under its frame, so the frames go on top again."""
     artists = list(artists)
     listed = {id(artist) for artist in artists}
     holders = {artist.axes for artist in artists if getattr(artist, "axes", None) is not None}

@@ -1,19 +1,7 @@
-"""LiveFigure: controls that redraw a matplotlib figure, the building block of every widget.
+"""LiveFigure: controls that redraw a figure, shown as PNG bytes in an ``ipywidgets.Image``.
 
-Each course widget has three parts: a compute function (arrays in, arrays out; unit-tested
-without a display), a draw function (parameters in, a matplotlib Figure out) and controls
-(ipywidgets). LiveFigure joins a draw function to its controls: whenever a control's value
-changes, it calls ``draw(**values)``, renders the figure to PNG and puts the bytes into an
-``ipywidgets.Image``. Swapping the bytes of one Image avoids the flicker of clearing and
-re-filling an Output widget, works in JupyterLab, Notebook 7, VS Code and Colab, and sends
-nothing into the notebook cell's own outputs, so a notebook behaves the same under nbval, nbclient
-and a browser.
-
-What the picture shows is also said in words, for screen readers, in a :class:`LiveRegion`: an
-element that stays on the page while only its text changes. (ipywidgets' HTML widget replaces its
-contents at every update, so a live region written into one is a new element each time, and some
-screen readers announce changes only in a region that was already there. LiveRegion is an anywidget,
-a few lines of JavaScript shipped inside the Python package: no extension to build, nothing fetched.)
+Swapping an Image's bytes does not flicker and writes nothing into the cell's outputs, so a notebook
+runs alike under nbval and in a browser.
 """
 
 from __future__ import annotations
@@ -33,7 +21,7 @@ from seqlab.notebook import FIGURE_DPI
 
 
 def figure_to_png(fig: matplotlib.figure.Figure, dpi: int = FIGURE_DPI) -> bytes:
-    """PNG bytes of a figure (which is then closed, so redraws do not pile up figures)."""
+    """PNG bytes of ``fig``, which is then closed."""
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
@@ -43,13 +31,12 @@ def figure_to_png(fig: matplotlib.figure.Figure, dpi: int = FIGURE_DPI) -> bytes
 
 
 class LiveRegion(anywidget.AnyWidget):
-    """A visually hidden polite live region (``role="status"``): screen readers read ``text`` out each
-    time it changes, without moving the focus away from the control being moved.
+    """A visually hidden polite live region (``role="status"``): screen readers read ``text`` out
+    when it changes, without taking the focus.
 
-    The region element is made once per view and stays; an update changes its text only (what a
-    screen reader needs to notice a change). Hidden by clipping, not by ``display: none``, which would
-    hide it from screen readers too; it takes no room, so a widget keeps the height it was laid out
-    with for a 1280 x 720 slide.
+    Its element is made once per view and only its text changes: some screen readers announce changes
+    only in a region that was already there (ipywidgets' HTML replaces its element). Hidden by clipping,
+    as ``display: none`` would hide it from screen readers too.
     """
 
     text = traitlets.Unicode("").tag(sync=True)
@@ -77,15 +64,10 @@ class LiveRegion(anywidget.AnyWidget):
 
 
 class PNGFigure(Figure):
-    """A matplotlib Figure that shows itself as a PNG when it is a notebook cell's value.
+    """A Figure not registered with pyplot that shows itself as a PNG when it is a cell's value.
 
-    It is not registered with pyplot (no duplicate picture at the end of the cell, no leak in
-    ``plt.get_fignums()``), so it brings its own ``_repr_png_``: IPython shows a plain Figure as
-    a picture only when pyplot's inline backend made it.
-
-    ``alt`` (set by :meth:`seqlab.widgets.base.Widget.static_figure`) is the picture's alternative
-    text: what it shows and what to see in it. It lands in the notebook output's metadata as
-    ``{"image/png": {"alt": alt}}``, where JupyterLab, nbconvert and the HTML edition read it.
+    ``alt`` (set by :meth:`~seqlab.widgets.base.Widget.static_figure`) goes into the output's metadata
+    as ``{"image/png": {"alt": alt}}``, the picture's alt text.
     """
 
     alt: str | None = None
@@ -104,21 +86,10 @@ class PNGFigure(Figure):
 class LiveFigure:
     """A figure that redraws itself when any of ``controls`` changes.
 
-    >>> live = LiveFigure(draw_wave, {"frequency": widgets.FloatSlider(value=2.0, min=0.5, max=8)})
-    >>> live            # in a notebook: the controls above the picture
-    >>> live.controls["frequency"].value = 5.0   # redraws, as moving the slider does
-
-    ``redraws`` counts the redraws, ``last_values`` holds the values of the latest one, and
-    ``last_redraw_ms`` its time in the kernel (draw + PNG encoding), which the status line shows.
-
-    ``describe`` (optional, a function of the same values returning one to three sentences: what the
-    picture shows and what to see in it) is written after every redraw into ``description``, a
-    :class:`LiveRegion` under the picture, so a screen reader reads the new state after each move
-    (ipywidgets 8's Image has no alt attribute); ``last_description`` holds the text.
-
-    A widget that keeps its figure alive between redraws (faster than building a new one) passes
-    ``render=`` instead of ``draw``: a function of the same values that returns PNG bytes itself.
-    ``with live.held(): ...`` changes several controls and redraws once, at the end.
+    ``draw`` (values -> a Figure) or ``render`` (values -> PNG bytes, for a figure kept alive) makes
+    the picture; ``describe`` (values -> one to three sentences) is written after each redraw into
+    ``description``, a :class:`LiveRegion`. ``redraws``, ``last_values``, ``last_redraw_ms`` and
+    ``last_description`` hold the latest redraw's count, values, time and text.
     """
 
     def __init__(self, draw: Callable[..., matplotlib.figure.Figure] | None, controls: Mapping[str, widgets.ValueWidget],
@@ -173,7 +144,7 @@ class LiveFigure:
 
     @contextmanager
     def held(self, redraw: bool = True) -> Iterator[None]:
-        """Change several controls without a redraw for each; redraw once at the end (if ``redraw``)."""
+        """Change several controls with one redraw at the end (none if not ``redraw``)."""
         self._holding = True
         try:
             yield

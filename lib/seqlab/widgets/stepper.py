@@ -1,14 +1,6 @@
-r"""Worked-example stepper: self-attention one stage at a time, every number on screen.
+"""Worked-example stepper: self-attention one stage at a time, every number on screen.
 
     Q, K, V  ->  scores Q K^T  ->  scaled by 1/sqrt(d_k)  ->  mask (causal or none)  ->  softmax A  ->  output A V
-
-- **compute** -- :func:`attention_steps` runs the stages for a small example (numpy in, numpy
-  out) and returns an :class:`AttentionSteps` holding every intermediate matrix;
-  :func:`describe_stage` says what a stage's picture shows, in words (its alt text).
-- **draw** -- :func:`draw_attention_stage` draws one stage as annotated matrices, the inputs of
-  the stage on the left and its result on the right.
-- **controls** -- :class:`AttentionStepper`: a slider over the stages and a causal-mask
-  checkbox, a :class:`~seqlab.widgets.base.Widget`.
 """
 
 from __future__ import annotations
@@ -72,8 +64,7 @@ def attention_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.nda
 
 
 def describe_stage(steps: AttentionSteps, stage: int) -> str:
-    """Stage ``stage``'s picture (:func:`draw_attention_stage`) in words, its alt text: the matrices
-    shown and what to see in them, numbers to 2-3 significant digits."""
+    """Stage ``stage``'s picture in words (its alt text), numbers to 2-3 significant digits."""
     if not 0 <= stage < len(STAGES):
         raise ValueError(f"stage must be in 0..{len(STAGES) - 1} ({', '.join(STAGES)}), got {stage}")
     t, n = steps.tokens, len(steps.tokens)
@@ -106,8 +97,7 @@ def describe_stage(steps: AttentionSteps, stage: int) -> str:
             f"{described[stage]}.")
 
 
-# sizes in points at FIGURE_DPI = 80: 14 pt is 15.6 px, capitals 11 px high -- legible on a
-# 1280 x 720 projector, where the picture is shown at its own pixel size
+# sizes in points, legible on a 1280 x 720 projector showing the picture at its own pixel size
 LABEL_FONTSIZE = 14         # tokens, feature numbers, panel titles, axis names
 CELL_FONTSIZE = 13          # the number in each cell (11 when cells get small)
 CELL_INCHES = 0.62          # side of one matrix cell, shrunk to keep the figure within MAX_INCHES
@@ -121,12 +111,8 @@ def mask_title(causal: bool) -> str:
 
 
 def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
-    """One stage (index into :data:`STAGES`) as annotated matrices; returns a new Figure.
-
-    Every matrix has its axes named: rows are tokens (``query i`` in the ``n x n`` score and weight
-    matrices), columns are features or keys (``key j``). The figure fits a 1280 x 720 slide with
-    its labels at least 10 px high.
-    """
+    """One stage (index into :data:`STAGES`) as annotated matrices, its inputs left of its result;
+    returns a new Figure sized for a 1280 x 720 slide."""
     if not 0 <= stage < len(STAGES):
         raise ValueError(f"stage must be in 0..{len(STAGES) - 1} ({', '.join(STAGES)}), got {stage}")
     t = list(steps.tokens)
@@ -192,9 +178,7 @@ def draw_attention_stage(steps: AttentionSteps, stage: int) -> Figure:
 class AttentionStepper(Widget):
     """Widget: a slider over the stages of self-attention and a causal-mask checkbox, for one example.
 
-    ``X`` ``(n, d_model)``, ``W_q``, ``W_k``, ``W_v`` as in :func:`attention_steps`. Set
-    ``stepper.stage.value`` or ``stepper.causal.value`` from code to drive it without a display;
-    ``stepper.static_figure()`` is the picture of the stage and mask it was made with.
+    ``X``, ``W_q``, ``W_k``, ``W_v`` as in :func:`attention_steps`.
     """
 
     def __init__(self, X, W_q, W_k, W_v, *, tokens: Sequence[str] | None = None, stage: int = 0,
