@@ -540,7 +540,7 @@ def cmd_bench(args: list[str]) -> int:
 
 def cmd_release(args: list[str]) -> int:
     """The student release: ``python3 course.py release [NN ...] --out DIR [--solutions DIR]`` (scripts/release.py)."""
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "release.py"), *args], cwd=ROOT).returncode
+    return subprocess.run([str(setup()), str(ROOT / "scripts" / "release.py"), *args], cwd=ROOT).returncode
 
 
 def cmd_grade(args: list[str]) -> int:

@@ -8,8 +8,8 @@ For each notebook (all, or those numbered NN):
   saying the solutions are posted after the deadline;
 - the outputs of cells tagged ``reveal`` (a prediction's measurement) are removed, as in ``work/`` copies;
 - the final cell of assertions is left out: it checks the notebook's claims with the answers in hand;
-- each exercise's answer cell (the one that calls ``check("name", ...)``) is marked in its metadata,
-  ``{"seqlab": {"exercise": "name"}}``, for a grader to find.
+- each exercise's answer cell (the registry says which exercises a notebook has; ``seqlab.exercises.layout``
+  finds the cell that checks each) is marked in its metadata, ``{"seqlab": {"exercise": "name"}}``, for a grader.
 
 ``DIR/manifest.json`` lists the commit, each notebook's SHA-256 and its exercises. ``--solutions DIR`` writes
 the course's notebooks as they are, with their own manifest, for after the deadline. The same commit gives the
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,25 +28,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import course  # noqa: E402  (the reveal rule and the notebook JSON format that work/ copies use too)
+from seqlab.exercises import EXERCISES, exercises_of, layout  # noqa: E402
 
-SOLUTION = re.compile(r"<details>\s*<summary>\s*Solution\b.*?</details>", re.IGNORECASE | re.DOTALL)
-CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")   # as seqlab.grading.submissions.CHECK_CALL
 POSTED_LATER = "*The solution to this exercise will be posted after the deadline.*"
 
 
-def student_notebook(nb: dict) -> tuple[dict, list[str]]:
-    """The student version of a course notebook (a new dict) and the exercises it asks for, in order."""
+def student_notebook(nb: dict, notebook: str) -> tuple[dict, list[str]]:
+    """The student version of course notebook ``notebook`` (``nb``, as a new dict) and its exercises, in order."""
     nb = course.without_reveals(json.loads(json.dumps(nb)))
-    cells, exercises = [], []
-    for cell in nb["cells"][:-1]:                     # the last cell asserts the claims, answers in hand
-        if cell["cell_type"] == "markdown" and SOLUTION.search(course.cell_source(cell)):
-            cell["source"] = [SOLUTION.sub(POSTED_LATER, course.cell_source(cell))]
-        elif cell["cell_type"] == "code":
-            names = CHECK_CALL.findall(course.cell_source(cell))
-            if names:
-                cell.setdefault("metadata", {})["seqlab"] = {"exercise": names[0]}
-                exercises.extend(n for n in names if n not in exercises)
-        cells.append(cell)
+    cells = nb["cells"][:-1]                          # the last cell asserts the claims, answers in hand
+    exercises = layout.in_notebook_order(cells, exercises_of(notebook))
+    for name in exercises:
+        cells[layout.answer_cell(cells, name)].setdefault("metadata", {})["seqlab"] = {"exercise": name}
+    for cell in cells:
+        if cell["cell_type"] == "markdown" and layout.SOLUTION_FOLD.search(course.cell_source(cell)):
+            cell["source"] = [layout.SOLUTION_FOLD.sub(POSTED_LATER, course.cell_source(cell))]
     nb["cells"] = cells
     return nb, exercises
 
@@ -64,11 +59,11 @@ def release(notebooks: list[Path], out: Path, solutions: Path | None = None) -> 
     key = {"commit": manifest["commit"], "kind": "solutions", "notebooks": {}}
     for path in notebooks:
         course_nb = json.loads(path.read_text(encoding="utf-8"))
-        student, exercises = student_notebook(course_nb)
+        student, exercises = student_notebook(course_nb, path.stem)
         text = course.notebook_text(student)
         (out / path.name).write_text(text, encoding="utf-8")
         manifest["notebooks"][path.name] = {"sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                            "exercises": {name: {"points": 1} for name in exercises}}
+                                            "exercises": {name: {"points": EXERCISES[name].points} for name in exercises}}
         if solutions is not None:
             solutions.mkdir(parents=True, exist_ok=True)
             original = course.notebook_text(course_nb)

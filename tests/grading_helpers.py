@@ -10,10 +10,11 @@ from pathlib import Path
 
 import release
 
+from seqlab.exercises import layout
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 
-SOLUTION_CODE = re.compile(r"<summary>\s*Solution\b.*?```python\n(.*?)```", re.IGNORECASE | re.DOTALL)
 PREDICTION_VALUE = re.compile(r"^(\w+) = None\b", re.MULTILINE)
 
 
@@ -22,7 +23,7 @@ def course_notebook(stem: str) -> dict:
 
 
 def student_release(stem: str) -> dict:
-    return release.student_notebook(course_notebook(stem))[0]
+    return release.student_notebook(course_notebook(stem), stem)[0]
 
 
 def answer_cells(nb: dict) -> dict[str, dict]:
@@ -32,13 +33,10 @@ def answer_cells(nb: dict) -> dict[str, dict]:
 
 def solution_of(stem: str, exercise: str) -> str:
     """The code of the solution fold that follows ``exercise``'s answer cell in the course notebook."""
-    cells = course_notebook(stem)["cells"]
-    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code" and f'check("{exercise}"' in "".join(c["source"]))
-    for cell in cells[at + 1: at + 4]:
-        found = SOLUTION_CODE.search("".join(cell["source"]))
-        if found:
-            return found.group(1)
-    raise LookupError(f"{stem}: no solution fold after {exercise}")
+    code = layout.solution_code(course_notebook(stem)["cells"], exercise)
+    if code is None:
+        raise LookupError(f"{stem}: no solution fold within {layout.FOLD_WINDOW} cells after {exercise}'s answer cell")
+    return code
 
 
 def with_answers(stem: str, answers: dict[str, str]) -> dict:

@@ -117,7 +117,7 @@ def test_an_lms_zip_is_read_in_memory_and_its_traps_are_refused(tmp_path):
 
 def test_the_grader_finds_the_exercises_the_release_lists():
     for path in NOTEBOOKS:
-        release_names = set(release.student_notebook(json.loads(path.read_text()))[1])
+        release_names = set(release.student_notebook(json.loads(path.read_text()), path.stem)[1])
         assert set(cli.exercise_points(path, None)) == release_names, path.name
 
 

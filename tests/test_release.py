@@ -54,7 +54,7 @@ def test_every_exercise_is_listed_and_its_answer_cell_marked(released, module):
     student = json.loads((released / "student" / path.name).read_text())
     manifest = json.loads((released / "student" / "manifest.json").read_text())
     listed = manifest["notebooks"][path.name]["exercises"]
-    assert set(listed) == set(exercises_of(module[:4])) and all(v == {"points": 1} for v in listed.values())
+    assert set(listed) == set(exercises_of(module[:4])) and all(v == {"points": 1.0} for v in listed.values())
     marked = [c["metadata"]["seqlab"]["exercise"] for c in student["cells"] if "seqlab" in c.get("metadata", {})]
     assert set(marked) == set(listed)
     assert manifest["kind"] == "student" and len(manifest["commit"]) in (7, 40) or manifest["commit"] == "unknown"
@@ -82,17 +82,20 @@ def test_the_html_edition_can_be_staged_from_a_release_without_any_solution(rele
 
 
 def test_an_exercise_checked_with_single_quotes_is_found_by_the_release_and_the_grader():
+    from seqlab.exercises import layout
     from seqlab.grading import submissions
 
     def code(source):
         return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
 
     cells = [code("import torch"), code("def my_cell(x):\n    return x\n"), code("check('lstm_cell', my_cell)\n"),
-             code('check( "gru_cell", my_cell)'), {"cell_type": "markdown", "metadata": {}, "source": "# the end"}]
+             code('check( "split_lstm_weights", my_cell)'), code("check(\"predict_rnn_horizon\", lambda: 3)"),
+             {"cell_type": "markdown", "metadata": {}, "source": "# the end"}]
     nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    student, exercises = release.student_notebook(nb)
-    assert exercises == ["lstm_cell", "gru_cell"] == submissions.exercises_in(cells)
+    assert [layout.checked_in(c) for c in cells[2:5]] == [["lstm_cell"], ["split_lstm_weights"], ["predict_rnn_horizon"]]
+    student, exercises = release.student_notebook(nb, "04-lstm")
+    assert exercises == ["lstm_cell", "split_lstm_weights", "predict_rnn_horizon"]
     assert student["cells"][2]["metadata"]["seqlab"] == {"exercise": "lstm_cell"}
-    assert submissions.answer_cell_index(cells, "lstm_cell") == 2      # unmarked: found by its check call
+    assert layout.answer_cell(cells, "lstm_cell") == 2      # unmarked: found by its check call
     plan = submissions.answer_plan(nb, "lstm_cell")
     assert plan.problem is None and plan.target == "my_cell" and plan.imports == ("import torch",)

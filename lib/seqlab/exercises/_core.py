@@ -29,9 +29,12 @@ read the measurement as their first argument.
 
 from __future__ import annotations
 
+import ast
 import copy
+import inspect
 import math
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +77,13 @@ class Exercise:
     ``hint`` is the fallback. ``same(got, expected)`` decides equality (default: numbers within
     1e-6 relative, other values with ==). An exercise judged against the notebook's own run has a
     ``measured``: the reference and ``diagnose`` then get that measurement before the case's arguments.
+
+    What the tools around the course read (the exercise's entry in the course as data): ``forbidden``, the
+    library twins that would do a from-scratch exercise's work (the grader flags an answer that calls one; a
+    name matches a dotted name by its last parts, and one starting with "." matches an attribute only);
+    ``points`` in the gradebook; ``mistakes``, the diagnoses ``diagnose`` draws from a table rather than
+    returning as literal text (:func:`catalogue` finds the literal ones itself). Its notebook is the module
+    that registers it (``nb04_lstm``: notebook 04), in the order of the notebook's answer cells.
     """
 
     name: str
@@ -84,11 +94,27 @@ class Exercise:
     diagnose: Callable[[tuple, Any, Any], str | None] | None = None
     same: Callable[[Any, Any], bool] | None = None
     measured: Measured | None = None
+    forbidden: tuple[str, ...] = ()
+    points: float = 1.0
+    mistakes: tuple[str, ...] = ()
 
     @property
     def is_prediction(self) -> bool:
         """A "predict, then measure" exercise: its answer must never be shown before a prediction is made."""
         return self.name.startswith("predict_")
+
+    @property
+    def kind(self) -> str:
+        """"predict" (a prediction judged against a measurement) or "build" (a function the student writes)."""
+        return "predict" if self.is_prediction else "build"
+
+    @property
+    def notebook(self) -> int:
+        """The number of the notebook that asks for it (its registering module is ``nbNN_topic``)."""
+        module = REGISTERED_BY[self.name].rsplit(".", 1)[-1]
+        if not (module[:2] == "nb" and module[2:4].isdigit()):
+            raise LookupError(f"{self.name} is registered by {module}, not by a notebook's module nbNN_topic")
+        return int(module[2:4])
 
 
 @dataclass(frozen=True)
@@ -119,6 +145,49 @@ def register(exercise: Exercise) -> Exercise:
     # the caller, not the reference's module: a reference may live in the library (bptt_step's in seqlab.gradients)
     REGISTERED_BY[exercise.name] = sys._getframe(1).f_globals.get("__name__", "")
     return exercise
+
+
+def catalogue(name: str) -> list[str]:
+    """Every diagnosis the checker of ``name`` can give, for the instructor notes: the exercise's ``mistakes``,
+    the texts its ``diagnose`` (and the module's helpers it calls) return literally (an f-string's fields shown as
+    …), then the cases' own hints and the fallback hint."""
+    ex = EXERCISES[name]
+    found = list(dict.fromkeys(ex.mistakes))
+    functions = [ex.diagnose] if ex.diagnose is not None else []
+    seen = set()
+    while functions:
+        function = functions.pop(0)
+        if function in seen:
+            continue
+        seen.add(function)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Return) and node.value is not None:
+                text = _literal_text(node.value)
+                if text and text not in found:
+                    found.append(text)
+            elif function is ex.diagnose and isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                helper = getattr(function, "__globals__", {}).get(node.func.id)
+                if inspect.isfunction(helper) and helper.__module__ == function.__module__:
+                    functions.append(helper)
+    for hint in [c.hint for c in ex.cases if c.hint] + [ex.hint]:
+        if hint not in found:
+            found.append(hint)
+    return found
+
+
+def _literal_text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
 
 
 def _short(value: Any, limit: int = 70) -> str:

@@ -103,6 +103,7 @@ def _diagnose_bptt(args: tuple, got: Any, expected: tuple) -> str | None:
 
 register(Exercise(
     name="bptt_step",
+    forbidden=("backward", "torch.autograd", "seqlab.gradients"),
     signature="bptt_step(dh_t, h_t, h_prev, x_t, W_h) -> (dW_h, dW_x, db, dh_prev); dh_t, h_t, h_prev: (B, H), "
               "x_t: (B, I), W_h: (H, H)",
     reference=_bptt_step,
@@ -158,6 +159,7 @@ def _diagnose_clip(args: tuple, got: Any, expected: list) -> str | None:
 
 register(Exercise(
     name="clip_grad_norm",
+    forbidden=("clip_grad_norm_", "utils.clip_grad_norm"),
     signature="clip_grad_norm(grads: list[Tensor], max_norm: float) -> list[Tensor], the gradients scaled "
               "so that their global norm is at most max_norm",
     reference=_clip_grad_norm,
@@ -214,6 +216,7 @@ def _diagnose_derivatives(args: tuple, got: Any, expected: tuple) -> str | None:
 
 register(Exercise(
     name="activation_derivatives",
+    forbidden=("backward", "torch.autograd"),
     signature="activation_derivatives(z: Tensor) -> (d_tanh, d_sigmoid), the derivatives of tanh and of the "
               "sigmoid at every entry of z",
     reference=_activation_derivatives,

@@ -132,6 +132,8 @@ def _lstm_case(seed: int, batch: int, inputs: int, hidden: int, zero_state: bool
 
 register(Exercise(
     name="lstm_cell",
+    mistakes=tuple(hint for _, hint in _LSTM_MISTAKES),
+    forbidden=("LSTMCell", "nn.LSTM", "torch.lstm_cell", "_VF"),
     signature="lstm_cell(x, h, c, W_ih, W_hh, b_ih, b_hh) -> (h_t, c_t); x (B, I), h and c (B, H), "
               "W_ih (4H, I), W_hh (4H, H), b_ih and b_hh (4H,), gate rows in torch's order i|f|g|o",
     reference=_lstm_cell,
@@ -203,6 +205,7 @@ def _weight_case(rows_per_gate: int, cols: int) -> tuple:
 
 register(Exercise(
     name="split_lstm_weights",
+    forbidden=("nn.LSTM",),
     signature="split_lstm_weights(weight) -> {'i': W_i, 'f': W_f, 'g': W_g, 'o': W_o}; weight is torch's "
               "weight_ih_l0 (4H, I) or weight_hh_l0 (4H, H); each block (H, I) or (H, H)",
     reference=_split_lstm_weights,

@@ -109,6 +109,8 @@ def _gru_case(seed: int, batch: int, inputs: int, hidden: int, zero_state: bool 
 
 register(Exercise(
     name="gru_cell",
+    mistakes=tuple(hint for _, hint in _GRU_MISTAKES),
+    forbidden=("GRUCell", "nn.GRU", "torch.gru_cell", "_VF"),
     signature="gru_cell(x, h, W_ih, W_hh, b_ih, b_hh) -> h_t; x (B, I), h (B, H), W_ih (3H, I), W_hh (3H, H), "
               "b_ih and b_hh (3H,), gate rows in torch's order r|z|n",
     reference=_gru_cell,

@@ -99,6 +99,7 @@ _THREE_B = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]])
 
 register(Exercise(
     name="filter_step",
+    mistakes=tuple(hint for _, hint in _FILTER_MISTAKES),
     signature="filter_step(belief: np.ndarray (S,), A: (S, S), B: (S, K), evidence: int) -> np.ndarray (S,), "
               "the new belief P(X_t | e_1..e_t)",
     reference=_filter_step,

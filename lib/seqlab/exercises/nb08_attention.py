@@ -51,6 +51,7 @@ def _diagnose_attend(args: tuple, got: Any, expected: tuple[Tensor, Tensor]) -> 
 
 register(Exercise(
     name="attend",
+    forbidden=("scaled_dot_product_attention", "MultiheadAttention"),
     signature="attend(s: Tensor (d,), H: Tensor (S, d)) -> (weights (S,), context (d,)), dot-product scores",
     reference=_attend,
     cases=[Case((torch.tensor([2.0, 1.0], dtype=torch.float64),

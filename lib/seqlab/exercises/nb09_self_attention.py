@@ -78,6 +78,7 @@ def _diagnose_mask(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="causal_mask",
+    forbidden=("generate_square_subsequent_mask",),
     signature="causal_mask(n: int) -> BoolTensor (n, n), True where query i may attend to key j",
     reference=_causal_mask,
     cases=[Case((3,), "three tokens"), Case((1,), "one token"), Case((6,), "six tokens")],
@@ -117,6 +118,7 @@ def _diagnose_head(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="self_attention",
+    forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
     signature="self_attention(X: (n, d_model), W_q: (d_model, d_k), W_k: (d_model, d_k), W_v: (d_model, d_v)) -> Z (n, d_v)",
     reference=_self_attention,
     cases=[Case((torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64), torch.eye(2, dtype=torch.float64),

@@ -140,6 +140,7 @@ _LENGTHS = ("if the error is about a shape: the keys and values have the other s
 
 register(Exercise(
     name="cross_attention",
+    forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
     signature="cross_attention(X_q (n, d_model), X_kv (m, d_model), W_Q, W_K, W_V, W_O (d_model, d_model) each, "
               "h: int) -> (n, d_model): Concat(head_1..head_h) W_O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i "
               "with Q = X_q W_Q, K = X_kv W_K, V = X_kv W_V",
@@ -358,6 +359,8 @@ def _causal(n: int) -> Tensor:
 
 register(Exercise(
     name="multi_head_attention",
+    mistakes=tuple(message for _, message in MHA_MISTAKES.values()),
+    forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
     signature="multi_head_attention(X (..., n, d_model), p: dict of W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O, h: int, "
               "mask: BoolTensor (n, n) or None, True = may attend) -> (..., n, d_model): Concat(head_1..head_h) W_O "
               "+ b_O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i on head i's d_k = d_model / h columns",

@@ -83,6 +83,8 @@ def _diagnose_sinusoidal(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="sinusoidal_encoding",
+    mistakes=tuple(message for _, message in SINUSOIDAL_MISTAKES),
+    forbidden=("sinusoidal_table", "SinusoidalPositionalEncoding", "sinusoidal_rotation"),
     signature="sinusoidal_encoding(n_positions: int, d_model: int) -> Tensor (n_positions, d_model): row pos = "
               "PE_pos for pos = 0 .. n_positions - 1, PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), "
               "PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)); d_model even",
@@ -203,6 +205,7 @@ def _head_case(n: int, d_model: int, d_k: int, seed: int, start: int, what: str)
 
 register(Exercise(
     name="rope_head",
+    mistakes=tuple(message for _, message in ROPE_MISTAKES),
     signature="rope_head(x: Tensor (n, d_model), W_Q, W_K, W_V: Tensor (d_model, d_k), start: int = 0) -> Tensor "
               "(n, d_k): one head, softmax(q~ k~^T / sqrt(d_k)) v, with q and k rotated by RoPE at positions "
               "start .. start + n - 1 (pairs (2l, 2l+1), theta_l = 10000^(-2l/d_k))",

@@ -65,6 +65,7 @@ def _sublayer_case(seed: int, d: int, norm_first: bool) -> tuple:
 
 register(Exercise(
     name="sublayer_connection",
+    forbidden=("TransformerEncoderLayer", "TransformerDecoderLayer"),
     signature="sublayer_connection(x: Tensor (B, n, d_model), sublayer: module, norm: LayerNorm, "
               "norm_first: bool) -> Tensor (B, n, d_model)",
     reference=_sublayer_connection,
@@ -145,6 +146,8 @@ def _ln_case(seed: int, shape: tuple[int, ...], constant_row: bool = False) -> t
 
 register(Exercise(
     name="layer_norm",
+    mistakes=tuple(message for _, message in LN_MISTAKES.values()),
+    forbidden=("F.layer_norm", "functional.layer_norm", "LayerNorm", "native_layer_norm"),
     signature="layer_norm(x: Tensor (..., d), gamma: (d,), beta: (d,), eps: float = 1e-5) -> Tensor (..., d): "
               "gamma * (x - mu) / sqrt(sigma^2 + eps) + beta, mu and sigma^2 (biased) over each token's d features",
     reference=layer_norm,
@@ -249,6 +252,8 @@ def _block_case(seed: int, batch: tuple[int, ...], n: int, d: int, h: int, activ
 
 register(Exercise(
     name="transformer_block",
+    mistakes=tuple(BLOCK_MISTAKES.values()),
+    forbidden=("TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention", "LayerNorm"),
     signature="transformer_block(x (..., n, d_model), p: dict (notebook 10's attention weights, gamma_1, beta_1, "
               "gamma_2, beta_2, W_1, b_1, W_2, b_2), h, mask, attention, norm, activation) -> (..., n, d_model): "
               "the pre-norm block x + MultiHead(LN_1(x)), then x + FFN(LN_2(x))",

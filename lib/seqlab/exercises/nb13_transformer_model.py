@@ -156,6 +156,7 @@ def _cross_sublayer_case(seed: int, d_model: int, nhead: int, t: int, s: int, le
 
 register(Exercise(
     name="cross_attention_sublayer",
+    forbidden=("TransformerDecoderLayer",),
     signature="cross_attention_sublayer(y: (B, n, d_model), memory: (B, m, d_model), memory_padding: (B, m) bool, "
               "True = padding, attention: MultiheadAttention (batch_first), norm: LayerNorm, norm_first: bool) -> "
               "(B, n, d_model)",
@@ -283,6 +284,7 @@ def _decoder_case(seed: int, d_model: int, nhead: int, t: int, s: int, lengths: 
 
 register(Exercise(
     name="decoder_block",
+    forbidden=("TransformerDecoderLayer", "TransformerDecoder", "decoder_block_slip"),
     signature="decoder_block(y: (B, n, d_model), memory: (B, m, d_model), memory_padding: (B, m) bool, True = "
               "padding, layer: TransformerDecoderLayer (pre-norm, batch_first)) -> (B, n, d_model)",
     reference=_decoder_block,

@@ -79,6 +79,7 @@ def _diagnose_step(args: tuple, got: Any, expected: tuple[Tensor, Tensor, Tensor
 
 register(Exercise(
     name="cached_attention_step",
+    forbidden=("scaled_dot_product_attention",),
     signature="cached_attention_step(q, k_new, v_new: (B, h, 1, d_k), K_cache, V_cache: (B, h, t, d_k)) -> "
               "(output (B, h, 1, d_k), K (B, h, t + 1, d_k), V (B, h, t + 1, d_k))",
     reference=_cached_attention_step,

@@ -39,7 +39,8 @@ from datetime import date
 from pathlib import Path
 
 from seqlab.grading import grader, plan, reports, sandbox, semester
-from seqlab.grading.submissions import Submission, collect, exercises_in, parse_notebook
+from seqlab.exercises import exercises_of, layout
+from seqlab.grading.submissions import Submission, collect, parse_notebook
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
 CHECKOUT = PACKAGE_ROOT.parent
@@ -55,11 +56,12 @@ def find_course_notebook(number: str, release: Path | None) -> Path:
 
 
 def exercise_points(path: Path, release: Path | None) -> dict[str, float]:
-    """The exercises of one course or release notebook, in notebook order, with their points (1 each
-    unless the release's ``manifest.json`` says otherwise)."""
+    """The exercises of one course or release notebook (the registry's for that notebook), in the order of its
+    answer cells, with their points (the exercise's own, unless the release's ``manifest.json`` says otherwise)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = nb["cells"] if release is not None else nb["cells"][:-1]    # a course notebook's last cell asserts
-    points = {name: 1.0 for name in exercises_in(cells)}
+    registered = exercises_of(path.stem)
+    points = {name: registered[name].points for name in layout.in_notebook_order(cells, registered)}
     manifest = release / "manifest.json" if release is not None else None
     if manifest is not None and manifest.exists():
         listed = json.loads(manifest.read_text(encoding="utf-8"))["notebooks"].get(path.name, {}).get("exercises", {})

@@ -25,33 +25,11 @@ from seqlab.exercises._core import _short
 from seqlab.grading import codec, sandbox
 from seqlab.grading.submissions import Submission, answer_plan
 
-# Calls that do an exercise's work for the student: graded as written, but flagged for a human look. Each entry
-# matches a dotted name the answer's functions use, by its last parts (``LSTMCell`` matches ``nn.LSTMCell``).
-# An entry starting with "." matches an attribute only (``ex.reference``, not a parameter named reference).
-# Any reach into the checkers (their references and cases ship in the package) is flagged everywhere.
+# Calls that do an exercise's work for the student are graded as written but flagged for a human look: each
+# exercise's ``forbidden`` (its library twins), and everywhere any reach into the checkers (their references and
+# cases ship in the package). A word matches a dotted name by its last parts (``LSTMCell`` matches
+# ``nn.LSTMCell``); one starting with "." matches an attribute only (``ex.reference``, not a parameter).
 ALWAYS_FORBIDDEN = ("seqlab.exercises", "seqlab.grading", "EXERCISES", "expected_value", ".reference")
-FORBIDDEN = {
-    "rnn_cell_step": ("RNNCell", "nn.RNN", "torch.rnn_tanh_cell", "_VF"),
-    "lstm_cell": ("LSTMCell", "nn.LSTM", "torch.lstm_cell", "_VF"),
-    "split_lstm_weights": ("nn.LSTM",),
-    "gru_cell": ("GRUCell", "nn.GRU", "torch.gru_cell", "_VF"),
-    "bptt_step": ("backward", "torch.autograd", "seqlab.gradients"),
-    "clip_grad_norm": ("clip_grad_norm_", "utils.clip_grad_norm"),
-    "activation_derivatives": ("backward", "torch.autograd"),
-    "attend": ("scaled_dot_product_attention", "MultiheadAttention"),
-    "self_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
-    "cross_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
-    "causal_mask": ("generate_square_subsequent_mask",),
-    "cached_attention_step": ("scaled_dot_product_attention",),
-    "sublayer_connection": ("TransformerEncoderLayer", "TransformerDecoderLayer"),
-    "cross_attention_sublayer": ("TransformerDecoderLayer",),
-    "multi_head_attention": ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
-    "layer_norm": ("F.layer_norm", "functional.layer_norm", "LayerNorm", "native_layer_norm"),
-    "transformer_block": ("TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention", "LayerNorm"),
-    "decoder_block": ("TransformerDecoderLayer", "TransformerDecoder", "decoder_block_slip"),
-    "gpt_forward": ("GPT", "ListingGPT", "gpt_listing", "YourGPT"),
-    "sinusoidal_encoding": ("sinusoidal_table", "SinusoidalPositionalEncoding", "sinusoidal_rotation"),
-}
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -88,7 +66,7 @@ def forbidden_calls(name: str, sources: list[str]) -> list[str]:
                 if dotted:
                     used.add(dotted)
     found = []
-    for word in (*FORBIDDEN.get(name, ()), *ALWAYS_FORBIDDEN):
+    for word in (*EXERCISES[name].forbidden, *ALWAYS_FORBIDDEN):
         attribute = word.startswith(".")
         if any(d.endswith(word) if attribute else d == word or d.endswith("." + word) or d.startswith(word + ".")
                or f".{word}." in d for d in used):

@@ -12,21 +12,17 @@ words, read from the checker's source), and the run time on a 2-core laptop.
 
 from __future__ import annotations
 
-import ast
 import csv
 import hashlib
-import inspect
 import io
 import json
 import re
-import textwrap
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
 from seqlab import manifest
-from seqlab.exercises import EXERCISES
-from seqlab.grading.submissions import exercises_in
+from seqlab.exercises import EXERCISES, catalogue, exercises_of, layout
 
 
 @dataclass(frozen=True)
@@ -116,48 +112,6 @@ def schedule_ics(sessions: list[Session], course: str = "seqlab") -> str:
 
 # -- instructor notes -------------------------------------------------------------------------------------
 
-def mistakes_diagnosed(name: str) -> list[str]:
-    """What the checker of ``name`` says about each mistake it recognises, read from its ``diagnose``'s
-    returned strings (an f-string's fields shown as …), then the cases' own hints and the fallback hint."""
-    ex = EXERCISES[name]
-    found: list[str] = []
-    functions = [ex.diagnose] if ex.diagnose is not None else []
-    seen = set()
-    while functions:                      # diagnose, and the module's helpers it calls (one level down)
-        function = functions.pop(0)
-        if function in seen:
-            continue
-        seen.add(function)
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Return) and node.value is not None:
-                text = _literal_text(node.value)
-                if text and text not in found:
-                    found.append(text)
-            elif (function is ex.diagnose and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-                helper = getattr(function, "__globals__", {}).get(node.func.id)
-                if inspect.isfunction(helper) and helper.__module__ == function.__module__:
-                    functions.append(helper)
-    for hint in [c.hint for c in ex.cases if c.hint] + [ex.hint]:
-        if hint not in found:
-            found.append(hint)
-    return found
-
-
-def _literal_text(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal_text(node.left), _literal_text(node.right)
-        return left + right if left is not None and right is not None else None
-    return None
-
-
 def run_times() -> dict[str, str]:
     """Each notebook's run time on the 2-core machine (``{"04-lstm": "19 s", ...}``), from the course manifest."""
     return {nb.slug: nb.run_time for nb in manifest.NOTEBOOKS}
@@ -194,12 +148,12 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
             what = re.sub(r"\s+", " ", re.sub(r"^#+ [^\n]*\n*", "", before)).strip()
             lines.append(f"- cell {i} ({heading}): {', '.join(used)}. {what[:300]}")
         lines.append("")
-    names = exercises_in(cells[:-1])                       # the last cell asserts the claims, answers in hand
+    names = layout.in_notebook_order(cells[:-1], exercises_of(path.stem))   # the last cell asserts the claims
     polls = [n for n in names if EXERCISES[n].is_prediction]
     if polls:
         lines += ["## Prediction polls (ask the room before running the measurement)", ""]
         for name in polls:
-            at = next(i for i, s in enumerate(sources) if f'check("{name}"' in s)
+            at = layout.answer_cell(cells, name)
             question = next((sources[j] for j in range(at - 1, -1, -1)     # the question, not the measurement's
                              if cells[j]["cell_type"] == "markdown" and "?" in sources[j]),
                             next((sources[j] for j in range(at - 1, -1, -1) if cells[j]["cell_type"] == "markdown"), ""))
@@ -211,5 +165,5 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
         lines += ["## Exercises and the mistakes their checkers diagnose", ""]
         for name in exercises:
             lines += [f"### {name}", "", f"`{EXERCISES[name].signature}`", ""]
-            lines += [f"- {m}" for m in mistakes_diagnosed(name)] + [""]
+            lines += [f"- {m}" for m in catalogue(name)] + [""]
     return "\n".join(lines).rstrip() + "\n"

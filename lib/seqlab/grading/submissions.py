@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seqlab.exercises import layout
+
 MAX_NOTEBOOK_BYTES = 20 * 2**20      # a course notebook with outputs is under 2 MB
 MAX_ZIP_MEMBERS = 5000
 MAX_ZIP_TOTAL = 2 * 2**30            # what a bulk download may expand to, all members together
@@ -197,50 +199,6 @@ class AnswerPlan:
     notes: tuple[str, ...] = ()
 
 
-MAGIC = re.compile(r"^\s*[%!]")
-# An exercise's answer cell calls check("name", ...) or check('name', ...); scripts/release.py, which runs without
-# torch, has the same rule (tests/test_grading.py checks that both find the same exercises, tests/test_release.py
-# that both see either quote).
-CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")
-
-
-def exercises_in(cells: list[dict]) -> list[str]:
-    """The exercises the code cells among ``cells`` check, in notebook order, each once."""
-    names: list[str] = []
-    for cell in cells:
-        if cell.get("cell_type") == "code":
-            names += [n for n in CHECK_CALL.findall(_source(cell)) if n not in names]
-    return names
-
-
-def _parse(source: str) -> tuple[ast.Module | None, list[str]]:
-    """A cell's code as a module; IPython lines (``%time``, ``!pip``) are left out and reported."""
-    lines, notes = [], []
-    for line in source.splitlines():
-        if MAGIC.match(line):
-            notes.append(f"skipped the IPython line {line.strip()[:40]!r}")
-            lines.append("")
-        else:
-            lines.append(line)
-    try:
-        return ast.parse("\n".join(lines)), notes
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        return None, [*notes, f"a cell does not parse ({type(err).__name__}: {getattr(err, 'msg', err)})"]
-
-
-def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
-def _check_call(node: ast.AST, name: str) -> ast.Call | None:
-    for sub in ast.walk(node):
-        if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "check" and sub.args
-                and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == name):
-            return sub
-    return None
-
-
 def _calls_check(statement: ast.stmt) -> bool:
     return any(isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == "check"
                for s in ast.walk(statement))
@@ -261,29 +219,17 @@ def _binds(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def answer_cell_index(cells: list[dict], exercise: str) -> int | None:
-    """The cell marked ``{"seqlab": {"exercise": name}}`` (the release marks it), else the one that checks it."""
-    for i, cell in enumerate(cells):
-        if cell.get("cell_type") == "code" and (cell.get("metadata", {}).get("seqlab") or {}).get("exercise") == exercise:
-            return i
-    for i, cell in enumerate(cells):
-        if cell.get("cell_type") == "code" and exercise in _source(cell):
-            tree, _ = _parse(_source(cell))
-            if tree is not None and _check_call(tree, exercise):
-                return i
-    return None
-
-
 def answer_plan(notebook: dict, exercise: str) -> AnswerPlan:
     """What the grader's child must run to get the student's function for ``exercise`` (see :class:`AnswerPlan`)."""
     cells = notebook["cells"]
-    index = answer_cell_index(cells, exercise)
+    index = layout.answer_cell(cells, exercise)
     if index is None:
         return AnswerPlan(exercise, problem="the answer cell is missing (no cell calls "
                                             f'check("{exercise}", ...)); restore it from the release')
-    parsed = [(_parse(_source(c)) if c.get("cell_type") == "code" else (None, [])) for c in cells[: index + 1]]
+    parsed = [(layout.parse_cell(layout.cell_source(c)) if c.get("cell_type") == "code" else (None, []))
+              for c in cells[: index + 1]]
     tree, notes = parsed[index]
-    call = _check_call(tree, exercise) if tree is not None else None
+    call = layout.check_call(tree, exercise) if tree is not None else None
     if call is None or len(call.args) < 2:
         return AnswerPlan(exercise, problem=f'the answer cell no longer calls check("{exercise}", your_function)',
                           notes=tuple(notes))
