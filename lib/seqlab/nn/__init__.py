@@ -1,12 +1,6 @@
-"""From-scratch sequence models with torch.nn-compatible APIs: the torch.nn twins and their building blocks.
-
-Recurrent: ``rnn``, ``lstm``, ``gru`` (one module per lecture concept: its step, cell and layer),
-sharing ``recurrent`` (the torch.nn-compatible layer and cell), ``unroll`` (the plain autograd scan),
-``bptt`` (the default fused scan, with hand-written backward passes) and ``recurrent_checks``;
-``factory.recurrent_layer(cell, ...)`` builds one by name; on a GPU, ``graphs.cuda_graphed``.
-Attention: ``attention``, ``self_attention``, ``multihead``, ``masks``. Positions: ``positional``.
-The Transformer: ``layer_norm``, ``transformer_layers``, ``transformer`` (the stacks), ``transformer_checks``.
-The task models built from them (CharLM, Seq2Seq, the taggers, GPT, BERT ...) are in :mod:`seqlab.models`.
+"""From-scratch torch.nn twins, one module per concept: ``rnn``, ``lstm``, ``gru`` (on ``recurrent``,
+``unroll``, ``bptt``), ``attention``, ``self_attention``, ``multihead``, ``masks``, ``positional``,
+``layer_norm``, ``transformer_layers``, ``transformer``. Task models are in :mod:`seqlab.models`.
 """
 
 from seqlab.nn.factory import CELLS, recurrent_layer

@@ -1,12 +1,6 @@
-r"""Attention for encoder-decoder models, :class:`Attention`, and :func:`attend`, where every attention ends.
-
-:class:`Attention` scores every memory position against the decoder state, softmaxes and takes the weighted
-sum, with one of :data:`SCORES` (dot, scaled, general: Luong et al., 2015; additive: Bahdanau et al., 2015).
-:func:`attend` -- mask and softmax the scores (:func:`masked_softmax`), then weigh the values -- is shared by
-this attention, the self-attention head, multi-head attention and the Transformer's layers, so a row with no
-allowed key gives zeros, not NaN, everywhere. Masks follow :mod:`seqlab.nn.masks` (True / 0 = may attend).
-:func:`sliding_window_attend` computes :func:`attend`'s numbers under a band mask without forming the
-``(n, n)`` scores. Taught in notebooks 8 (scores), 9 (``attend``) and 15 (the sliding window).
+"""Encoder-decoder :class:`Attention` (Luong's and Bahdanau's :data:`SCORES`) and :func:`attend`, which
+every seqlab attention ends in (a row with no allowed key gives zeros, not NaN). Masks as in
+:mod:`seqlab.nn.masks`. Notebooks 8 (scores), 9 (``attend``) and 15 (:func:`sliding_window_attend`).
 """
 
 from __future__ import annotations
@@ -45,7 +39,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _check_broadcasts(mask: Tensor, q: Tensor, k: Tensor) -> None:
-    """Raise naming both shapes unless ``mask`` broadcasts to the scores ``(..., n, m)`` of ``q`` against ``k``."""
+    """A ValueError naming the shapes unless ``mask`` broadcasts to the scores ``(..., n, m)``."""
     scores = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
     try:
         torch.broadcast_shapes(mask.shape, scores)
@@ -104,11 +98,7 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, scale
 
 
 def window_offsets(window: int, *, causal: bool = False) -> list[int]:
-    """The key offsets ``j - i`` a query reads in sliding-window attention, in the order of the weights' columns.
-
-    ``causal=False``: ``-window .. window`` (``2 window + 1`` keys); ``causal=True``: ``-window .. 0``
-    (``window + 1``). The same band as :func:`seqlab.nn.masks.band_mask` (``|i - j| <= window``).
-    """
+    """The key offsets ``j - i`` of the windowed weights' columns: ``-window .. window`` (causal: ``.. 0``)."""
     if isinstance(window, bool) or not isinstance(window, int):
         raise TypeError(f"window must be an int (keys on each side of the query), got {type(window).__name__}")
     if window < 0:
@@ -118,22 +108,11 @@ def window_offsets(window: int, *, causal: bool = False) -> list[int]:
 
 def sliding_window_attend(q: Tensor, k: Tensor, v: Tensor, window: int, *, causal: bool = False,
                           key_mask: Tensor | None = None, scale: float | None = None) -> tuple[Tensor, Tensor]:
-    r"""Self-attention restricted to a band, ``|i - j| <= window``, in :math:`O(n \cdot w)` memory: ``(output, weights)``.
+    """``attend(q, k, v, band_mask(n, window, causal=causal))`` without the ``(n, n)`` scores (Longformer).
 
-    The same numbers as ``attend(q, k, v, band_mask(n, window, causal=causal))``, but the ``(n, n)``
-    score matrix never exists: query ``i`` is scored only against the keys ``i + o`` for the offsets
-    ``o`` of :func:`window_offsets`, one diagonal of the band at a time, so the scores and weights
-    are ``(..., n, W)`` with ``W = 2 window + 1`` (``window + 1`` when ``causal``). Offsets that fall
-    off either end of the sequence get no weight. Backward keeps ``q``, ``k``, ``v`` (zero-padded
-    copies) and the ``(n, W)`` weights: memory linear in ``n`` for a fixed window (Longformer's
-    local attention; Beltagy et al., 2020).
-
-    ``q``, ``k`` ``(..., n, d_k)``, ``v`` ``(..., n, d_v)`` (self-attention: as many keys as queries);
-    ``key_mask`` broadcasts to ``(..., n)``: True where a key may be read (e.g. not padding), in
-    seqlab's convention. A query whose window holds no allowed key gets zero weights and a zero
-    output, as everywhere in seqlab (:func:`masked_softmax`). ``scale`` defaults to :math:`1/\sqrt{d_k}`.
-    Returns the output ``(..., n, d_v)`` and the weights ``(..., n, W)``, column ``c`` holding key
-    ``i + window_offsets(window, causal)[c]``.
+    ``q``, ``k`` ``(..., n, d_k)``, ``v`` ``(..., n, d_v)``; boolean ``key_mask`` broadcasts to ``(..., n)``.
+    Returns the output ``(..., n, d_v)`` and weights ``(..., n, W)``, column ``c`` for offset
+    ``window_offsets(window, causal=causal)[c]``.
     """
     offsets = window_offsets(window, causal=causal)
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -174,11 +153,7 @@ def sliding_window_attend(q: Tensor, k: Tensor, v: Tensor, window: int, *, causa
 
 
 def window_to_dense(weights: Tensor, window: int, *, causal: bool = False) -> Tensor:
-    """Windowed weights ``(..., n, W)`` from :func:`sliding_window_attend` as the ``(..., n, n)`` matrix they stand for.
-
-    Zero outside the band, so the result compares directly with the weights of
-    ``attend(q, k, v, band_mask(n, window, causal=causal))`` (a picture or a test; it takes ``n^2`` memory).
-    """
+    """Windowed weights ``(..., n, W)`` as the dense ``(..., n, n)`` matrix, zero outside the band."""
     offsets = window_offsets(window, causal=causal)
     if weights.dim() < 2 or weights.shape[-1] != len(offsets):
         raise ValueError(f"windowed weights must have shape (..., n, {len(offsets)}) for window={window}, "
@@ -193,12 +168,8 @@ def window_to_dense(weights: Tensor, window: int, *, causal: bool = False) -> Te
 
 
 class Attention(nn.Module):
-    """``forward(queries (B, T, d_s), memory (B, S, d_h), mask (B, S))`` -> context ``(B, T, d_h)``
-    and weights ``(B, T, S)`` (each row sums to 1 over the unmasked positions).
-
-    ``mask`` ``(B, S)``: True = may attend, seqlab's meaning (a real source position; False at padding);
-    ``None`` means all are real.
-    """
+    """``forward(queries (B, T, d_s), memory (B, S, d_h), mask (B, S) True = real)`` -> context
+    ``(B, T, d_h)``, weights ``(B, T, S)``."""
 
     def __init__(self, score: str, query_size: int, memory_size: int, *, attention_size: int | None = None):
         super().__init__()
@@ -250,13 +221,9 @@ class Attention(nn.Module):
 
 
 class OneQueryAttention(nn.Module):
-    """Dot-product attention computed by a function that attends with *one* query: ``fn(s (d,), H (S, d))``
-    -> ``(weights (S,), context (d,))``, as written in notebook 8's exercise.
+    """:class:`Attention`'s ``forward`` from notebook 8's one-query ``fn(s (d,), H (S, d)) -> (weights, context)``.
 
-    Same ``forward`` as :class:`Attention` (``(B, T, d)`` queries, ``(B, S, d)`` memory, ``(B, S)`` mask ->
-    context ``(B, T, d)``, weights ``(B, T, S)``), one call of ``fn`` per query, so that a hand-written step
-    can run inside a trained model (:meth:`seqlab.models.seq2seq.Seq2Seq.with_attend`). Padded positions
-    are left out of ``H`` and get weight 0. It holds no parameters: the dot score has none.
+    Padded positions are left out of ``H`` and get weight 0.
     """
 
     score = "dot"

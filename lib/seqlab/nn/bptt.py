@@ -1,16 +1,9 @@
-r"""Backpropagation through time by hand: :func:`scan_fused`, the default path of RNN, LSTM and GRU.
+"""Backpropagation through time by hand: :func:`scan_fused`, the default path of RNN, LSTM and GRU.
 
-The step function of the plain path (:func:`seqlab.nn.unroll.scan_plain`, ``model.fused = False``) runs
-without recording a graph, and the gradients come from a hand-written BPTT: per cell a ``*_backward_prepare``
-(what needs no later step, for all ``t`` at once) and a ``*_step_backward`` (one step back). It is the default
-because recording every small operation of a step for autograd costs more than the arithmetic at course
-sizes (``make bench`` times both paths); the tests check both against torch.nn and autograd.
-Contract: the backward returns gradients for ``xw``, ``weight_hh``, ``bias_hh``, the initial state and the cell's
-own weights that its mode's :class:`Backward` lists in ``cell_weights`` (the LSTM's peepholes), summed over the
-steps; :func:`scan_fused` takes those weights as arguments, refuses any other and refuses a step carrying a
-tensor that requires grad. A cell weight no backward lists (the LSTM's projection) runs the plain path. The
-backward is not itself differentiable (second derivatives: use the plain path). Notebook 3 derives the RNN's
-step backward; notebook 4 introduces the fused path.
+The step runs without a graph (autograd's per-operation cost exceeds the arithmetic at course sizes); per
+cell a ``*_backward_prepare`` (all ``t`` at once) and a ``*_step_backward`` (one step back) give the
+gradients of ``xw``, ``weight_hh``, ``bias_hh``, the state and the cell weights its :class:`Backward` lists.
+Other weights and second derivatives need the plain path. Notebooks 3 and 4 derive it.
 """
 
 from __future__ import annotations
@@ -37,19 +30,9 @@ Prepare = Callable[..., dict[str, Tensor]]
 
 
 class _FusedScan(torch.autograd.Function):
-    """One layer, one direction, with a hand-written backward pass (BPTT).
+    """One layer, one direction: forward without autograd, backward in the three parts marked below.
 
-    Forward: the step function runs without autograd; states and per-step caches are kept.
-    Backward, in three parts:
-
-    1. ``prepare`` computes, for all time steps at once, every derivative that does not depend
-       on later steps (e.g. sigma'(x) = s (1 - s) of each gate): a few large tensor operations
-       instead of many small ones.
-    2. Walk time in reverse; ``step_backward`` carries dL/dh (and dL/dc) one step back.
-    3. The weight gradient is one matrix product over all steps,
-       ``dL/dW_hh = sum_t d_t^T h_{t-1}`` with ``d_t = dL/d(W_hh h_{t-1} + b_hh)``.
-       The cell's own weights (``weight_names``, passed after the state) get the sum over the steps
-       of what ``step_backward`` returns for them; a weight it returns nothing for is an error.
+    Part 3 is ``dL/dW_hh = sum_t d_t^T h_{t-1}`` with ``d_t = dL/d(W_hh h_{t-1} + b_hh)``.
     """
 
     @staticmethod
@@ -131,13 +114,7 @@ def rnn_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
 
 def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State, dict[str, Tensor]]:
-    r"""Carry dL/dh_t one step back: returns dL/da_t ``(B, H)`` (twice), ``(dL/dh_{t-1},)`` and ``{}`` (no weights of its own).
-
-    The same step as :func:`seqlab.gradients.bptt_step`, which notebook 03 writes out in the
-    lectures' notation: ``grad_h`` is its :math:`\bar h_t`, ``grad_a`` its :math:`\delta_t`, and
-    ``weight_hh`` its :math:`W_h`. Here the weight gradients are summed over all steps at once by
-    the caller (:func:`scan_fused`) instead of step by step.
-    """
+    """One RNN step back: dL/da_t ``(B, H)`` (twice), ``(dL/dh_{t-1},)``, ``{}``; as ``gradients.bptt_step``."""
     (grad_h,) = grad_state
     grad_a = grad_h * cache["deriv"]                        # (B, H)
     return grad_a, grad_a, (grad_a @ weight_hh,), {}        # a_t = ... + W_hh h_{t-1}
@@ -145,27 +122,9 @@ def rnn_step_backward(grad_state: State, cache: dict[str, Tensor],
 
 def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
                           **peephole: Tensor) -> dict[str, Tensor]:
-    r"""The parts of the LSTM's derivative that need no later step, for all ``t`` at once.
+    """The LSTM gradient's factors that need no later step, ``(T, B, H)`` each, for all ``t`` at once.
 
-    Write :math:`d_x` for :math:`\partial L / \partial` (the pre-activation of gate ``x``), and
-    :math:`\delta h_t, \delta c_t` for the gradients arriving from step ``t+1`` (and from the output).
-    Reading the forward step backwards, with :math:`\sigma' = \sigma(1-\sigma)` and :math:`\tanh' = 1-\tanh^2`:
-
-    .. math::
-
-        dc_t &= \delta c_t + \delta h_t \, o_t (1 - \tanh^2 c_t)      && h_t = o_t \tanh c_t \\
-        d_i &= dc_t \; g_t \; i_t (1 - i_t)                          && c_t = f_t c_{t-1} + i_t g_t \\
-        d_f &= dc_t \; c_{t-1} \; f_t (1 - f_t) \\
-        d_g &= dc_t \; i_t \; (1 - g_t^2) \\
-        d_o &= \delta h_t \; \tanh c_t \; o_t (1 - o_t) \\
-        \delta h_{t-1} &= [d_i \, d_f \, d_g \, d_o] \, W_{hh}, \qquad \delta c_{t-1} = dc_t \, f_t
-
-    Every factor after :math:`dc_t` or :math:`\delta h_t` is known once the forward pass is done, so it
-    is computed here for all steps at once (a few large operations instead of many small ones):
-    ``dh_dc`` and ``di_dc, df_dc, dg_dc, do_dh``, each ``(T, B, H)``, plus ``f``.
-    ``cache`` holds ``i, f, g, o, c, tanh_c`` as ``(T, B, H)``; ``states`` is ``(h, c)``, each
-    ``(T+1, B, H)`` with the initial state first. With peepholes (``peephole`` weights given) the
-    step backward also needs ``c_prev`` and ``c``, kept here.
+    ``cache``: ``i, f, g, o, c, tanh_c``; ``states``: ``(h, c)``, each ``(T+1, B, H)``, initial state first.
     """
     i, f, g, o, tanh_c = (cache[k] for k in ("i", "f", "g", "o", "tanh_c"))   # (T, B, H) each
     c_prev = states[1][:-1]                                                    # (T, B, H): c_{t-1}
@@ -183,21 +142,8 @@ def lstm_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...],
 def lstm_step_backward(grad_state: State, cache: dict[str, Tensor], weight_hh: Tensor, *,
                        weight_ci: Tensor | None = None, weight_cf: Tensor | None = None,
                        weight_co: Tensor | None = None) -> tuple[Tensor, Tensor, State, dict[str, Tensor]]:
-    r"""Carry the gradient one LSTM step back: the equations of ``lstm_backward_prepare``, at step ``t``.
-
-    ``grad_state`` is ``(dL/dh_t, dL/dc_t)`` from later steps. Returns dL/d(pre-activation gates)
-    ``(B, 4H)`` -- the gradient of both ``W_ih x_t + b_ih`` and ``W_hh h_{t-1} + b_hh``, which are
-    added -- ``(dL/dh_{t-1}, dL/dc_{t-1})`` and this step's gradients of the peephole weights (``{}``
-    without them). With peepholes (:func:`seqlab.nn.lstm.lstm_peephole_step`) the cell state has
-    three more ways to reach the loss:
-
-    .. math::
-
-        dc_t &\mathrel{+}= d_o\, w_{co}                                 && o_t = \sigma(\dots + w_{co} \odot c_t) \\
-        \delta c_{t-1} &\mathrel{+}= d_i\, w_{ci} + d_f\, w_{cf}       && i_t, f_t = \sigma(\dots + w_{c\cdot} \odot c_{t-1}) \\
-        \partial L / \partial w_{ci} &= \textstyle\sum_b d_i\, c_{t-1}, \quad
-        \partial L / \partial w_{cf} = \sum_b d_f\, c_{t-1}, \quad \partial L / \partial w_{co} = \sum_b d_o\, c_t
-    """
+    """One LSTM step back from ``(dL/dh_t, dL/dc_t)``: dL/d gates ``(B, 4H)`` (twice),
+    ``(dL/dh_{t-1}, dL/dc_{t-1})`` and the peepholes' gradients (``{}`` without them)."""
     grad_h, grad_c = grad_state                                       # (B, H), (B, H)
     d_c = torch.addcmul(grad_c, grad_h, cache["dh_dc"])              # c_t reaches L directly and via h_t
     d_o = grad_h * cache["do_dh"]
@@ -218,11 +164,8 @@ def lstm_step_backward(grad_state: State, cache: dict[str, Tensor], weight_hh: T
 
 
 def gru_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -> dict[str, Tensor]:
-    """The parts of the GRU's derivative that need no later step, for all ``t`` at once.
-
-    Returns ``z``, ``local`` ``(T, B, 3H)`` with ``dL/d(pre-activations of r, z, n) = dL/dh_t *
-    local``, and ``r_hh`` ``(T, B, 3H)`` = ``[1, 1, r]`` turning those into dL/d(W_hh h_{t-1} + b_hh).
-    """
+    """The GRU's factors for all ``t``: ``z``; ``local`` ``(T, B, 3H)``, dL/d(r, z, n pre-activations) =
+    dL/dh_t * local; ``r_hh`` = ``[1, 1, r]``, which turns those into dL/d(W_hh h_{t-1} + b_hh)."""
     r, z, n, hn = cache["r"], cache["z"], cache["n"], cache["hn"]   # (T, B, H) each
     h_prev = states[0][:-1]                                         # (T, B, H)
     d_n = (1 - z) * (1 - n * n)          # h_t = (1 - z) n + z h_{t-1}; tanh' = 1 - n^2
@@ -235,10 +178,7 @@ def gru_backward_prepare(cache: dict[str, Tensor], states: tuple[Tensor, ...]) -
 
 def gru_step_backward(grad_state: State, cache: dict[str, Tensor],
                       weight_hh: Tensor) -> tuple[Tensor, Tensor, State, dict[str, Tensor]]:
-    """Carry dL/dh_t one GRU step back (derived by hand; see ``gru_backward_prepare``).
-
-    Returns dL/d(W_ih x_t + b_ih) and dL/d(W_hh h_{t-1} + b_hh), each ``(B, 3H)``, ``(dL/dh_{t-1},)`` and ``{}``.
-    """
+    """One GRU step back: dL/d(W_ih x_t + b_ih), dL/d(W_hh h_{t-1} + b_hh) ``(B, 3H)``, ``(dL/dh_{t-1},)``, ``{}``."""
     (grad_h,) = grad_state                                               # (B, H)
     grad_x = torch.cat([grad_h, grad_h, grad_h], dim=1) * cache["local"]  # (B, 3H)
     grad_hh = grad_x * cache["r_hh"]                                     # r_t gates W_hn h_{t-1} + b_hn
@@ -247,7 +187,7 @@ def gru_step_backward(grad_state: State, cache: dict[str, Tensor],
 
 
 class Backward(NamedTuple):
-    """A mode's hand-written backward: its step, its prepare, and the cell weights it returns gradients for."""
+    """A mode's hand-written backward and the cell weights it returns gradients for."""
 
     step_backward: StepBackward
     prepare: Prepare
@@ -264,13 +204,12 @@ BACKWARD: dict[str, Backward] = {
 
 
 def fused_cell_weights(mode: str) -> frozenset[str]:
-    """The cell weights whose gradients ``mode``'s fused backward computes; a layer with any other runs plain."""
+    """The cell weights ``mode``'s fused backward gives gradients for; a layer with others runs plain."""
     return BACKWARD[mode].cell_weights
 
 
 def _bound_tensors(fn: object, where: str, seen: set[int] | None = None) -> Iterator[tuple[str, Tensor]]:
-    """Each tensor ``fn`` carries besides its call arguments, with where it sits: partial arguments,
-    closure variables, defaults, a bound method's module. (Globals are not searched.)"""
+    """``(where, tensor)`` for each tensor ``fn`` carries in partials, closures, defaults (not globals)."""
     seen = set() if seen is None else seen
     if id(fn) in seen:                                                  # e.g. a recursive closure
         return
@@ -312,10 +251,7 @@ def _bound_tensors(fn: object, where: str, seen: set[int] | None = None) -> Iter
 
 
 def check_step_binds_no_grad(step: Step) -> None:
-    """Refuse a step carrying a tensor that requires grad: the fused backward would give it none.
-
-    Runs once per layer and direction, only while grad is enabled.
-    """
+    """Refuse a step carrying a tensor that requires grad: the fused backward would give it none."""
     if not torch.is_grad_enabled():
         return
     for where, tensor in _bound_tensors(step, "the step"):
@@ -331,13 +267,11 @@ def check_step_binds_no_grad(step: Step) -> None:
 def scan_fused(mode: str, step: Step, xw: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None,
                mask: Tensor | None, cache_names: tuple[str, ...], hh_grad_is_xw_grad: bool,
                cell_weights: Mapping[str, Tensor] | None = None) -> tuple[Tensor, State, dict[str, Tensor]]:
-    """Run ``step`` over time like :func:`seqlab.nn.unroll.scan_plain`, with the backward pass of ``mode``.
+    """:func:`seqlab.nn.unroll.scan_plain` with ``mode``'s hand-written backward.
 
-    ``xw`` ``(T, B, G*H)``, ``state`` ``(B, H)`` each, ``mask`` ``(T, B, 1)`` or None. Returns outputs
-    ``(T, B, H)``, the final state and the caches ``{name: (T, B, H)}`` in the order ``cache_names``.
-    ``hh_grad_is_xw_grad``: W_hh h_{t-1} + b_hh enters additively beside W_ih x_t + b_ih (RNN, LSTM).
-    ``cell_weights``: the cell's own weights, passed to ``step`` by keyword; each gets its gradient,
-    so each must be one that ``mode``'s :class:`Backward` lists.
+    ``xw`` ``(T, B, G*H)``, ``state`` ``(B, H)`` each, ``mask`` ``(T, B, 1)`` or None -> outputs
+    ``(T, B, H)``, final state, caches ``{name: (T, B, H)}``. ``cell_weights`` (by keyword to ``step``)
+    must be listed by ``mode``'s :class:`Backward`, else ValueError.
     """
     check_step_binds_no_grad(step)
     backward = BACKWARD[mode]

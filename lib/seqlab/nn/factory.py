@@ -13,13 +13,7 @@ CELLS = ("rnn", "lstm", "gru")
 
 def recurrent_layer(cell: str, input_size: int, hidden_size: int, num_layers: int = 1, dropout: float = 0.0,
                     *, bidirectional: bool = False, reference: bool = False, **kwargs) -> nn.Module:
-    """A batch-first recurrent layer by name: seqlab's ``RNN``/``LSTM``/``GRU``, or torch.nn's twin.
-
-    ``cell`` is one of :data:`CELLS`. Every task model in :mod:`seqlab.models` (CharLM, Seq2Seq,
-    the taggers, the regressor) builds its recurrent part here; ``reference=True`` gives the
-    ``torch.nn`` class with the same arguments, for comparisons. Further keyword arguments
-    (``bias``, ``nonlinearity``, ...) go to the class unchanged.
-    """
+    """A batch-first seqlab ``RNN``/``LSTM``/``GRU`` by name (:data:`CELLS`); torch.nn's if ``reference``."""
     if cell not in CELLS:
         raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
     ours = {"rnn": RNN, "lstm": LSTM, "gru": GRU}

@@ -1,12 +1,5 @@
-"""Replay a recurrent layer's whole scan as one CUDA graph, :func:`cuda_graphed`: the GPU's launch overhead.
-
-On a GPU the scan runs each time step as a few tiny kernels, and launching one from Python costs more than
-its arithmetic; a CUDA graph records every launch of one forward and one backward pass once and replays
-each pass as a single launch. The kernels are the same, so the numbers are the eager path's.
-A graph fixes the input's shape, dtype, device and ``requires_grad`` at capture (checked on every call) and
-takes only ``model(input)``; in eval mode the module runs its ordinary forward (torch's rule for graphed
-modules), and on the CPU there is nothing to gain. Built on :func:`torch.cuda.make_graphed_callables`.
-Not taught in a notebook; ``scripts/bench_rnn.py`` times it on a GPU.
+"""Replay a recurrent layer's scan as one CUDA graph, :func:`cuda_graphed`, saving the GPU's per-kernel
+launches (same kernels, same numbers). Not taught; ``scripts/bench_rnn.py`` times it.
 """
 
 from __future__ import annotations
@@ -24,14 +17,8 @@ def _describe(t: Tensor) -> str:
 
 
 def cuda_graphed(module: nn.Module, example_input: Tensor) -> nn.Module:
-    """Capture ``module``'s forward and backward passes on ``example_input`` as CUDA graphs; return ``module``.
-
-    ``module`` must be on a CUDA device and in training mode (the graphs replay in that mode only);
-    ``example_input`` is a tensor of exactly the shape, dtype and ``requires_grad`` every later call
-    will pass, e.g. ``(T, B, input_size)``. The module is changed in place: in training mode its
-    ``forward(input)`` copies ``input`` into the captured buffer and replays. Its outputs are the
-    graph's own buffers, overwritten by the next call: clone one to keep it past the next step.
-    """
+    """Capture the training-mode passes of a CUDA ``module`` as graphs, in place; later inputs must match
+    ``example_input``'s shape, dtype and ``requires_grad``. Outputs are overwritten by the next call."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"cuda_graphed expected an nn.Module, got {type(module).__name__}")
     if not isinstance(example_input, Tensor):

@@ -1,14 +1,9 @@
-r"""Gated recurrent unit: ``gru_step``, ``GRUCell`` and the multi-layer ``GRU``, twins of torch.nn's.
+r"""GRU twins of torch.nn's, in torch's form: ``gru_step``, ``GRUCell``, ``GRU``; notebook 5.
 
-This module computes torch's form of the GRU, with torch's weight layout (gates stacked **r | z | n**,
-``weight_ih_l0`` ``(3H, input_size)``), so torch's weights load unchanged. Two places where lectures
-differ, to check before comparing numbers (both taught in notebook 5):
-
-- the reset gate multiplies :math:`W_{hn} h_{t-1} + b_{hn}`, *after* the matrix product (torch, cuDNN), not
-  :math:`h_{t-1}` before it (Cho et al., 2014): a different function, kept because one product
-  :math:`W_{hh} h_{t-1}` then serves all three gates before :math:`r_t` is known;
-- :math:`z_t \to 1` *keeps* the old state, :math:`h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}`: the
-  lectures' :math:`z_t` is torch's :math:`1 - z_t`, and the trace records torch's.
+:math:`n_t = \tanh(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn}))`,
+:math:`h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}`; gates stacked r|z|n, so torch's weights load.
+Unlike Cho et al. (2014), :math:`r_t` acts after :math:`W_{hn}` (one product serves all three gates), and
+the lectures' :math:`z_t` is torch's :math:`1 - z_t`.
 """
 
 from __future__ import annotations
@@ -28,11 +23,7 @@ __all__ = ["GRU", "GRUCell", "gru_step"]
 
 def gru_step(xw_t: Tensor, state: State, weight_hh: Tensor,
              bias_hh: Tensor | None = None) -> tuple[State, dict[str, Tensor]]:
-    """One GRU time step (torch's form, see the module docstring).
-
-    ``xw_t`` is ``W_ih x_t + b_ih``, shape ``(B, 3H)``; ``state`` is ``(h_{t-1},)``.
-    Returns ``(h_t,)`` and ``{r, z, n, hn}`` where ``hn = W_hn h_{t-1} + b_hn``.
-    """
+    """One GRU step: ``xw_t = W_ih x_t + b_ih`` ``(B, 3H)``, ``(h_{t-1},)`` -> ``(h_t,)``, ``{r, z, n, hn}``."""
     (h_prev,) = state                                                    # (B, H)
     x_r, x_z, x_n = xw_t.chunk(3, dim=1)                                 # W_i* x_t + b_i*, each (B, H)
     gh = h_prev @ weight_hh.t() if bias_hh is None else torch.addmm(bias_hh, h_prev, weight_hh.t())
@@ -66,18 +57,8 @@ class GRUCell(CellBase):
 class GRU(RecurrentBase):
     """Multi-layer, optionally bidirectional GRU; a twin of ``torch.nn.GRU``.
 
-    ``forward(input, hx=None, *, lengths=None, return_trace=False)``:
-
-    - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
-      unbatched, or a ``PackedSequence``.
-    - ``hx``: optional ``h0`` of shape ``(num_layers * num_directions, B, H)``; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
-    - returns ``output, h_n`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
-      ``return_trace=True`` also a ``RecurrentTrace`` with gates ``r, z``, candidate ``n`` and ``h``.
-
-    Where the time steps happen: ``_layers`` hands each layer and direction to ``unroll``
-    (:mod:`seqlab.nn.unroll`), a loop calling :func:`gru_step` for t = 0 .. T-1; the plain path
-    (``fused = False``) records it for autograd, the default one backpropagates by hand (:mod:`seqlab.nn.bptt`).
+    ``forward(input (T, B, I), hx=h0 (L*D, B, H), *, lengths=None, return_trace=False)`` ->
+    ``output (T, B, D*H), h_n`` (+ a trace of ``r, z, n, h``).
     """
 
     gate_count = 3

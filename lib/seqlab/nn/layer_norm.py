@@ -1,10 +1,7 @@
-r"""Layer normalisation, ``LayerNorm``: a twin of ``torch.nn.LayerNorm``.
+r"""Layer normalisation, a twin of ``torch.nn.LayerNorm``; notebook 12.
 
-Each token's features are standardised on their own (never over the batch, as batch norm does), then
-scaled and shifted by the learned ``weight`` (:math:`\gamma`) and ``bias`` (:math:`\beta`). As in torch, the
-variance is the *biased* one (divided by ``d``) and :math:`\epsilon` is added inside the square root; the
-Annotated Transformer's version (the unbiased ``x.std()``, :math:`\epsilon` added to the standard deviation)
-does not reproduce ``torch.nn.LayerNorm``'s numbers. Taught in notebook 12.
+:math:`y = \gamma \odot (x - \mu) / \sqrt{\sigma^2 + \epsilon} + \beta` over each token's features, with the
+biased variance, as torch (the Annotated Transformer's ``x.std()`` does not match torch).
 """
 
 from __future__ import annotations
@@ -16,12 +13,9 @@ from torch import Tensor, nn
 
 
 class LayerNorm(nn.Module):
-    r"""``torch.nn.LayerNorm`` written out: the same arguments, parameter names (``weight``, ``bias``) and outputs.
+    """``torch.nn.LayerNorm`` written out: ``forward(x (*, *normalized_shape))``, ``weight`` and ``bias`` as torch's.
 
-    ``forward(x (*, *normalized_shape))`` normalises over the last ``len(normalized_shape)``
-    dimensions. ``elementwise_affine=False`` drops :math:`\gamma` and :math:`\beta` (both are then
-    ``None``); ``bias=False`` keeps :math:`\gamma` only. Half-precision inputs are normalised in
-    float32 and cast back, as torch does, so that the mean and variance do not lose their digits.
+    Half precision is normalised in float32 and cast back, as torch does.
     """
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,

@@ -1,14 +1,8 @@
-r"""Long short-term memory: ``lstm_step``, ``LSTMCell`` and the multi-layer ``LSTM``, twins of torch.nn's.
+r"""LSTM twins of torch.nn's: ``lstm_step``, ``LSTMCell``, ``LSTM``; notebook 4.
 
-The step is torch's form of the lectures' equations (each gate's matrix on :math:`[h_{t-1}; x_t]` split into
-the columns that meet :math:`x_t` and those that meet :math:`h_{t-1}`), keeping both of torch's redundant
-biases per gate, so torch's weights load unchanged. Weight layout as in torch: the gates stacked
-**i | f | g | o** (``weight_ih_l0`` is ``(4H, input_size)``), so one matrix product per step computes all four.
-``LSTM(proj_size=P)`` projects :math:`h_t` to ``P`` units with ``weight_hr_l{k}`` ``(P, H)`` as torch does
-(Sak et al., 2014): ``c_t`` keeps ``H`` units and ``weight_hh`` is ``(4H, P)``; the fused backward of
-:mod:`seqlab.nn.bptt` has no gradient for it, so such a layer runs the plain autograd path.
-``LSTM(peephole=True)`` (Gers & Schmidhuber, 2000; not in torch) lets the gates see the cell: diagonal weights
-``weight_ci``, ``weight_cf``, ``weight_co`` ``(H,)``, fused path included. Taught in notebook 4.
+:math:`i, f, o = \sigma(W_{i\cdot} x_t + W_{h\cdot} h_{t-1} + b)`, :math:`g = \tanh(\dots)`,
+:math:`c_t = f \odot c_{t-1} + i \odot g`, :math:`h_t = o \odot \tanh c_t`; gates stacked i|f|g|o
+(``weight_ih_l0`` ``(4H, input_size)``) with torch's two biases, so torch's weights load unchanged.
 """
 
 from __future__ import annotations
@@ -50,13 +44,8 @@ def lstm_step(xw_t: Tensor, state: State, weight_hh: Tensor,
 
 def lstm_peephole_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None = None, *,
                        weight_ci: Tensor, weight_cf: Tensor, weight_co: Tensor) -> tuple[State, dict[str, Tensor]]:
-    r"""One LSTM step with peephole connections (Gers & Schmidhuber, 2000): the gates also read the cell.
-
-    :math:`i_t = \sigma(\dots + w_{ci} \odot c_{t-1})`, :math:`f_t = \sigma(\dots + w_{cf} \odot c_{t-1})`,
-    :math:`o_t = \sigma(\dots + w_{co} \odot c_t)` -- the output gate sees the *new* cell -- with the
-    diagonal weights ``weight_ci``, ``weight_cf``, ``weight_co`` of shape ``(H,)``; the rest is
-    :func:`lstm_step`, with the same arguments, return value and cache.
-    """
+    r""":func:`lstm_step` with peepholes ``(H,)``: :math:`i_t, f_t = \sigma(\dots + w_{c\cdot} \odot c_{t-1})`,
+    :math:`o_t = \sigma(\dots + w_{co} \odot c_t)`."""
     h_prev, c_prev = state                                 # (B, H), (B, H)
     gates = torch.addmm(xw_t, h_prev, weight_hh.t())       # (B, 4H)
     if bias_hh is not None:
@@ -74,12 +63,7 @@ def lstm_peephole_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: T
 
 def lstm_projected_step(xw_t: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None = None, *,
                         weight_hr: Tensor, **peephole: Tensor) -> tuple[State, dict[str, Tensor]]:
-    """One LSTM step with a projection: :func:`lstm_step`, then ``h_t = W_hr (o_t * tanh c_t)``.
-
-    ``state`` is ``(h_{t-1}, c_{t-1})``, shapes ``(B, P)`` and ``(B, H)``; ``weight_hh`` ``(4H, P)``,
-    ``weight_hr`` ``(P, H)``. Returns ``(h_t, c_t)``, ``(B, P)`` and ``(B, H)``, and ``lstm_step``'s cache.
-    ``peephole``: ``weight_ci``, ``weight_cf``, ``weight_co`` for :func:`lstm_peephole_step` instead.
-    """
+    """:func:`lstm_step` (peephole step if given), then ``h_t = W_hr (o_t * tanh c_t)`` ``(B, P)``."""
     step = lstm_peephole_step if peephole else lstm_step
     (h_t, c_t), cache = step(xw_t, state, weight_hh, bias_hh, **peephole)   # h_t here is o_t * tanh c_t, (B, H)
     return (h_t @ weight_hr.t(), c_t), cache                               # (B, P), (B, H)
@@ -107,30 +91,12 @@ class LSTMCell(CellBase):
 
 
 class LSTM(RecurrentBase):
-    """Multi-layer, optionally bidirectional LSTM, with an optional projection; a twin of ``torch.nn.LSTM``.
+    """Multi-layer, optionally bidirectional LSTM; a twin of ``torch.nn.LSTM``.
 
-    ``forward(input, hx=None, *, lengths=None, return_trace=False)``:
-
-    - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
-      unbatched, or a ``PackedSequence``.
-    - ``hx``: optional ``(h0, c0)``, each ``(num_layers * num_directions, B, H)`` -- ``h0``'s last dim is
-      ``proj_size`` when set; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
-    - returns ``output, (h_n, c_n)`` -- ``output`` is ``(T, B, num_directions * H)``, ``H`` read as
-      ``proj_size`` for ``output`` and ``h_n`` when set -- and with
-      ``return_trace=True`` also a ``RecurrentTrace`` with gates ``i, f, g, o`` and states ``c, h``.
-
-    ``proj_size > 0`` adds ``weight_hr_l{k}`` ``(proj_size, H)`` per layer and direction (torch's name,
-    shape and place in ``all_weights``) and always runs the plain autograd path: the fused scan of
-    :mod:`seqlab.nn.bptt` has no hand-written backward for the projection.
-
-    ``peephole=True`` adds ``weight_ci_l{k}``, ``weight_cf_l{k}``, ``weight_co_l{k}`` ``(H,)`` per layer and
-    direction (after ``weight_hr``, initialised like the others) and steps with :func:`lstm_peephole_step`;
-    the fused scan computes their gradients (``lstm_step_backward``). Off by default: torch has no peepholes.
-
-    Stepping through ``forward``: ``_layers`` runs each layer and direction, and ``unroll``
-    (:mod:`seqlab.nn.unroll`) calls :func:`lstm_step` once per time step -- under autograd with
-    ``model.fused = False``, or without a graph on the default path, whose backward is :mod:`seqlab.nn.bptt`.
+    ``forward(input (T, B, I), hx=(h0, c0) (L*D, B, H), *, lengths=None, return_trace=False)`` ->
+    ``output (T, B, D*H), (h_n, c_n)`` (+ a trace of ``i, f, g, o, c, h``). ``proj_size=P`` adds torch's
+    ``weight_hr_l{k}`` ``(P, H)`` (``h`` has ``P`` units; plain path only); ``peephole=True`` (not in
+    torch) adds ``weight_ci/cf/co_l{k}`` ``(H,)``.
     """
 
     gate_count = 4

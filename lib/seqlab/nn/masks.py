@@ -1,13 +1,8 @@
-r"""Attention masks: one convention for all of seqlab, and converters at torch's boundary.
+r"""Attention masks in seqlab's convention, and the converter at torch's boundary; notebook 8 on.
 
-Inside seqlab a mask says where attending is *allowed*: a boolean mask is True where query ``i`` may attend
-to key ``j``; an additive (float) mask is added to the scores, 0 where allowed and ``-inf`` where blocked
-(the lectures' :math:`M`, and the meaning of ``scaled_dot_product_attention``'s ``attn_mask``).
-``torch.nn``'s attention and Transformer classes mean the opposite (boolean True = blocked, or padding):
-seqlab's twins of them take torch's meaning and convert once, with :func:`from_torch`; nothing else uses
-it, and models built on the twins hand them additive masks (:func:`to_additive`), which mean the same on
-both sides, so no mask is inverted only to be inverted back. Masks broadcast against the scores
-``(..., n, m)``; a row with no allowed key gives zero weights and output. Used from notebook 8 on.
+A mask says where attending is *allowed*: boolean True, or additive :math:`M` (0, ``-inf`` where blocked),
+broadcasting against the scores ``(..., n, m)``. ``torch.nn``'s boolean masks mean the opposite; seqlab's
+twins convert them once, with :func:`from_torch`.
 """
 
 from __future__ import annotations
@@ -20,11 +15,7 @@ from torch import Tensor
 
 def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None, *,
                  device: torch.device | str | None = None) -> Tensor:
-    """``(B, max_len)`` booleans, True at the first ``lengths[b]`` positions of row ``b`` (the real tokens).
-
-    >>> padding_mask([3, 1], 4).int().tolist()
-    [[1, 1, 1, 0], [1, 0, 0, 0]]
-    """
+    """``(B, max_len)`` booleans, True at the first ``lengths[b]`` positions of row ``b`` (the real tokens)."""
     lengths = torch.as_tensor(lengths, device=device)
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.is_complex():
         raise ValueError(f"lengths must be a 1-D tensor of integers (one per sequence), "
@@ -39,12 +30,7 @@ def padding_mask(lengths: Tensor | Sequence[int], max_len: int | None = None, *,
 
 
 def causal_mask(n: int, m: int | None = None, *, device: torch.device | str | None = None) -> Tensor:
-    """``(n, m)`` booleans, True where query ``i`` may attend to key ``j``: ``j <= i + (m - n)``.
-
-    With ``m = n`` (the default) that is the lower triangle, ``j <= i``: no token reads a later one.
-    With ``m > n`` the ``n`` queries are the *last* ``n`` positions of ``m`` (generation with a
-    cache of ``m - n`` earlier keys): each still sees every key up to its own position.
-    """
+    """``(n, m)`` booleans, True where query ``i`` may read key ``j``: ``j <= i + (m - n)`` (the last ``n`` of ``m``)."""
     m = n if m is None else m
     if n < 1 or m < n:
         raise ValueError(f"a causal mask needs 1 <= n <= m (n queries, m keys), got n={n}, m={m}")
@@ -52,10 +38,7 @@ def causal_mask(n: int, m: int | None = None, *, device: torch.device | str | No
 
 
 def band_mask(n: int, window: int, *, causal: bool = False, device: torch.device | str | None = None) -> Tensor:
-    """``(n, n)`` booleans, True where ``|i - j| <= window`` (sliding-window attention; Longformer's local part).
-
-    ``causal=True`` keeps only the keys behind: ``i - window <= j <= i``.
-    """
+    """``(n, n)`` booleans, True where ``|i - j| <= window`` (``causal``: ``i - window <= j <= i``)."""
     if n < 1 or window < 0:
         raise ValueError(f"a band mask needs n >= 1 and window >= 0, got n={n}, window={window}")
     i = torch.arange(n, device=device)[:, None]
@@ -65,11 +48,7 @@ def band_mask(n: int, window: int, *, causal: bool = False, device: torch.device
 
 
 def merge_masks(*masks: Tensor | None) -> Tensor | None:
-    """One mask allowing what *every* given mask allows (None entries are skipped; all None -> None).
-
-    Boolean masks combine with AND; if any mask is additive, all are turned additive and summed
-    (the dtype is the additive masks'). Shapes broadcast.
-    """
+    """One mask allowing what every given one allows (AND; summed if any is additive); None if none given."""
     given = [m for m in masks if m is not None]
     if not given:
         return None
@@ -101,8 +80,7 @@ def allowed_anywhere(mask: Tensor) -> Tensor:
 
 
 def check_mask(name: str, mask: Tensor, shapes: Sequence[tuple[int, ...]], *, what: str) -> None:
-    """Raise a ValueError naming the expected shapes and dtype unless ``mask`` has one of ``shapes``
-    and is boolean or floating point. ``what`` says what the mask means, for the message."""
+    """An error naming the expected shapes unless ``mask`` is boolean or float and has one of ``shapes``."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"{name} must be a tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
@@ -113,11 +91,7 @@ def check_mask(name: str, mask: Tensor, shapes: Sequence[tuple[int, ...]], *, wh
 
 
 def from_torch(mask: Tensor | None, dtype: torch.dtype = torch.float32) -> Tensor | None:
-    """A torch.nn-style mask (boolean True = blocked, or additive float) in seqlab's convention.
-
-    Boolean masks are inverted (True = allowed); float masks are already additive and are cast
-    to ``dtype``. Use it for ``attn_mask`` and ``key_padding_mask`` of torch's twins.
-    """
+    """A torch.nn-style mask (boolean True = blocked, or additive) in seqlab's convention (float: in ``dtype``)."""
     if mask is None:
         return None
     if mask.dtype == torch.bool:

@@ -1,14 +1,9 @@
-r"""Multi-head attention, :class:`MultiheadAttention`: a twin of ``torch.nn.MultiheadAttention`` (notebook 10).
+r"""Multi-head attention, a twin of ``torch.nn.MultiheadAttention``; notebook 10.
 
-The :math:`h` heads' projections are one stacked matrix: project once, ``view`` into ``(B, h, n, d_k)``,
-attend in every head at once (:func:`seqlab.nn.attention.attend`), merge, multiply by :math:`W_O`; tensors
-are sequence-first inside, as in torch. Same constructor, parameter names (``in_proj_weight`` is
-:math:`[W_Q; W_K; W_V]^\top`), initialisation, masks (torch's meaning, converted once by
-:func:`seqlab.nn.masks.from_torch`) and return values. Deliberately different: a query with no key gets
-zeros (torch: NaN), and ``is_causal=True`` without a mask builds the causal mask (torch raises).
-Keyword-only extras: ``fused``; ``cache`` (:class:`AttentionCache`, :class:`KVCache`, for generation), which
-holds keys as projected, before RoPE, so that ``rotate`` turns cached and new keys alike on every call;
-``rotate`` and ``score_bias`` (RoPE and ALiBi, handed in by the model that owns the encoding).
+:math:`\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h) W_O` with
+:math:`\mathrm{head}_i = \mathrm{attend}(Q W_Q^{(i)}, K W_K^{(i)}, V W_V^{(i)})`. Sequence-first inside, as torch
+(``batch_first`` input is transposed as views). Unlike torch, a query with no key gets zeros, not NaN, and
+``is_causal=True`` alone builds the causal mask. Cached keys are stored before RoPE.
 """
 
 from __future__ import annotations
@@ -30,11 +25,7 @@ Rotation = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 
 @dataclass
 class AttentionCache:
-    """The keys and values one self-attention has seen: ``keys``, ``values`` ``(B, H, m, d_k)`` (None when empty).
-
-    ``offset`` = ``m``, the number of cached positions: the next token sits at position ``offset``.
-    Keys are stored as projected, before any RoPE rotation (see the module docstring).
-    """
+    """One self-attention's ``keys``, ``values`` ``(B, H, m, d_k)`` (None when empty); ``offset`` = ``m``."""
 
     keys: Tensor | None = None
     values: Tensor | None = None
@@ -59,11 +50,7 @@ class AttentionCache:
 
 @dataclass
 class KVCache:
-    """One :class:`AttentionCache` per layer of a decoder stack, all at the same ``offset``.
-
-    ``cache[l]`` is layer ``l``'s; ``offset`` is the number of positions cached (the position of the
-    next token); ``nbytes()`` = ``2 x layers x B x H x offset x d_k x bytes per number``.
-    """
+    """One :class:`AttentionCache` per decoder layer (``cache[l]``), all at the same ``offset``."""
 
     layers: list[AttentionCache] = field(default_factory=list)
 
@@ -88,28 +75,11 @@ class KVCache:
 
 
 class MultiheadAttention(nn.Module):
-    r"""``forward(query, key, value)`` -> ``(attn_output, attn_weights)``, exactly as ``torch.nn.MultiheadAttention``.
+    """``forward(query (L, B, d_model), key (S, B, kdim), value (S, B, vdim))`` -> ``(output, weights)`` as torch.
 
-    Shapes (``L`` queries, ``S`` keys, batch ``B``): ``query`` ``(L, B, d_model)``, ``key`` ``(S, B, kdim)``,
-    ``value`` ``(S, B, vdim)`` -- or ``(B, L, d_model)`` etc. with ``batch_first=True``, or ``(L, d_model)`` etc.
-    for one unbatched sequence. ``attn_output`` has the query's shape; ``attn_weights`` is
-    ``(B, L, S)`` (the mean over heads) or, with ``average_attn_weights=False``, ``(B, h, L, S)``:
-    head by head, always batch first, after dropout (as torch returns them); ``None`` when
-    ``need_weights=False``. ``add_bias_kv`` / ``add_zero_attn`` append one learned / one zero
-    key-value pair, so ``S`` grows by one for each.
-
-    Keyword-only seqlab additions:
-
-    - ``fused``: when True and ``need_weights=False``, attend with
-      ``torch.nn.functional.scaled_dot_product_attention`` (one fused kernel). Whenever weights are
-      requested the explicit path runs, so what is shown is what was computed.
-    - ``forward(..., cache=AttentionCache())`` (self-attention only, ``key`` and ``value`` the same
-      ``L`` new positions as ``query``): the new keys and values are appended to the cache and the
-      queries attend to all ``S = cache.offset`` keys (after appending); masks then have ``S`` key
-      columns, and ``is_causal=True`` builds ``causal_mask(L, S)``. Without a cache nothing changes.
-    - ``forward(..., rotate=f, score_bias=b)``: positions, from the encoding the model owns. After the
-      heads are split (and the cache appended), ``q, k = f(q, k)`` on ``(B, h, L, d_k)`` and
-      ``(B, h, S, d_k)`` (RoPE); ``b`` ``(h, L, S)`` is added to every batch row's scores (ALiBi).
+    Weights ``(B, L, S)``, per head ``(B, h, L, S)``, or None. Keyword-only extras: ``fused`` (torch's
+    kernel when no weights are asked for); ``cache`` (self-attention; masks get ``S = cache.offset``
+    columns); ``rotate(q, k)`` on the split heads (RoPE); ``score_bias`` ``(h, L, S)`` (ALiBi).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -171,8 +141,7 @@ class MultiheadAttention(nn.Module):
             nn.init.xavier_normal_(self.bias_v)
 
     def projection_weights(self) -> tuple[Tensor, Tensor, Tensor]:
-        """``(W_Q)^T, (W_K)^T, (W_V)^T``: ``(d_model, d_model)``, ``(d_model, kdim)``, ``(d_model, vdim)`` (views of
-        the parameters)."""
+        """``(W_Q)^T, (W_K)^T, (W_V)^T``, views of the parameters."""
         if self._qkv_same_embed_dim:
             return self.in_proj_weight.chunk(3)
         return self.q_proj_weight, self.k_proj_weight, self.v_proj_weight

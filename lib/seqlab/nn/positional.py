@@ -1,13 +1,8 @@
-r"""Positional encodings: none (NoPE), sinusoidal, learned absolute, RoPE and ALiBi, behind one interface.
+"""Positional encodings (NoPE, sinusoidal, learned, RoPE, ALiBi) behind one interface; notebook 11.
 
-Self-attention alone is blind to order; each encoding puts position back in through one of the three hooks
-of :class:`PositionalEncoding`: ``forward(x)`` adds to the embeddings (sinusoidal, learned), ``rotate(q, k)``
-turns each head's queries and keys (RoPE), ``score_bias(n, m)`` is added to the scores (ALiBi). Unused hooks
-are the identity (or ``None``), so model code is the same for all five. One module owns the encoding (the
-model, or the outermost Transformer twin built with ``positional=``) and hands every self-attention
-``**positional.attention_args(n, m)`` on each call; attention layers hold none. The ``n`` queries are the
-*last* ``n`` of ``m`` key positions (``m > n`` with a cache), as in :func:`seqlab.nn.masks.causal_mask`.
-Each class's docstring gives its formula; taught in notebook 11.
+Each overrides one hook of :class:`PositionalEncoding`: ``forward`` (embeddings), ``rotate`` (queries and
+keys) or ``score_bias`` (scores). The model owns it and passes ``**attention_args(n, m)`` to every
+self-attention; the ``n`` queries are the last ``n`` of ``m`` key positions.
 """
 
 from __future__ import annotations
@@ -24,39 +19,36 @@ HOOKS = ("forward", "rotate", "score_bias")
 
 
 class PositionalEncoding(nn.Module):
-    """Base class: every hook is the identity. Subclasses override the hooks they use, name themselves
-    (``label``) and say how a model of ``(d_model, num_heads, max_len)`` builds them (``build``)."""
+    """Base class: every hook is the identity; subclasses set ``label`` and ``build`` and override hooks."""
 
     label = "positional encoding"            # the name figures and tables print
 
     @classmethod
     def build(cls, d_model: int, num_heads: int, max_len: int) -> PositionalEncoding:
-        """The encoding for a model of width ``d_model`` with ``num_heads`` heads and ``max_len`` positions."""
+        """The encoding for a model of ``(d_model, num_heads, max_len)``."""
         return cls()
 
     @classmethod
     def hooks(cls) -> tuple[str, ...]:
-        """The hooks of :data:`HOOKS` this class overrides (``()`` for NoPE): where position enters."""
+        """The hooks of :data:`HOOKS` this class overrides (``()`` for NoPE)."""
         return tuple(hook for hook in HOOKS if getattr(cls, hook) is not getattr(PositionalEncoding, hook))
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """Token embeddings ``(B, n, d_model)`` of positions ``offset .. offset + n - 1``, with positions added."""
+        """Embeddings ``(B, n, d_model)`` at positions ``offset ..``, position added."""
         return x
 
     def rotate(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-head queries ``(B, H, n, d_head)`` and keys ``(B, H, m, d_head)``, with positions applied."""
+        """Queries ``(B, H, n, d_head)`` and keys ``(B, H, m, d_head)``, position applied."""
         return q, k
 
     def score_bias(self, n: int, m: int, *, device: torch.device | None = None,
                    dtype: torch.dtype = torch.float32) -> Tensor | None:
-        """An additive bias ``(H, n, m)`` for the scores of ``n`` queries against ``m`` keys, or None."""
+        """A bias ``(H, n, m)`` added to the scores, or None."""
         return None
 
     def attention_args(self, n: int, m: int, *, device: torch.device | None = None,
                        dtype: torch.dtype = torch.float32) -> dict[str, object]:
-        """The call arguments a self-attention over ``n`` queries (the last ``n`` of ``m`` positions) needs:
-        ``rotate`` (this encoding's :meth:`rotate`) and ``score_bias`` ``(H, n, m)`` in ``dtype`` on ``device``,
-        each only where this encoding uses it (``{}`` for an encoding added to the embeddings)."""
+        """``rotate`` and ``score_bias`` ``(H, n, m)`` for a self-attention, each only if used (else ``{}``)."""
         args: dict[str, object] = {}
         if "rotate" in self.hooks():
             args["rotate"] = self.rotate
@@ -67,7 +59,7 @@ class PositionalEncoding(nn.Module):
 
 
 class NoPositionalEncoding(PositionalEncoding):
-    """NoPE: no position information at all (every hook is the identity)."""
+    """NoPE: no position information at all."""
 
     label = "NoPE"
 
@@ -75,11 +67,7 @@ class NoPositionalEncoding(PositionalEncoding):
 # -- sinusoidal ---------------------------------------------------------------------------------------
 def frequencies(d: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float64,
                 device: torch.device | str | None = None) -> Tensor:
-    r"""The ``d // 2`` angular frequencies :math:`\omega_i = \text{base}^{-2i/d}`, ``i = 0 .. d/2 - 1``.
-
-    Pair ``i`` of a sinusoidal encoding (or of a RoPE head of size ``d``) turns once every
-    :math:`2\pi / \omega_i` positions: from :math:`2\pi` (pair 0) to almost :math:`2\pi \cdot \text{base}`.
-    """
+    r"""``(d/2,)``: :math:`\omega_i = \text{base}^{-2i/d}`; ``d`` even, else ValueError."""
     if d < 2 or d % 2:
         raise ValueError(f"the sin/cos pairs need an even size of at least 2, got {d}")
     two_i = torch.arange(0, d, 2, dtype=torch.float64, device=device)
@@ -88,12 +76,7 @@ def frequencies(d: int, base: float = 10000.0, *, dtype: torch.dtype = torch.flo
 
 def sinusoidal_table(length: int, d_model: int, *, base: float = 10000.0, offset: int = 0,
                      dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> Tensor:
-    r"""``(length, d_model)``: row ``pos`` is :math:`PE_{pos}` for ``pos = offset .. offset + length - 1``.
-
-    :math:`PE_{(pos, 2i)} = \sin(pos\,\omega_i)` and :math:`PE_{(pos, 2i+1)} = \cos(pos\,\omega_i)`:
-    even columns hold sines, odd columns cosines, as in the paper. Computed in float64 (the angles
-    of far positions keep their digits), returned in ``dtype``.
-    """
+    r"""``(length, d_model)``, rows ``offset ..``: :math:`PE_{(pos,2i)} = \sin pos\,\omega_i`, :math:`PE_{(pos,2i+1)} = \cos pos\,\omega_i`."""
     if d_model % 2:
         raise ValueError(f"sinusoidal positional encoding needs an even d_model (one sin and one cos per "
                          f"frequency), got d_model={d_model}")
@@ -106,18 +89,7 @@ def sinusoidal_table(length: int, d_model: int, *, base: float = 10000.0, offset
 
 def sinusoidal_rotation(k: int | float, d_model: int, *, base: float = 10000.0,
                         dtype: torch.dtype = torch.float64) -> Tensor:
-    r"""The ``(d_model, d_model)`` matrix :math:`R_k` with :math:`PE_{pos+k} = R_k\, PE_{pos}` for every ``pos``.
-
-    Block-diagonal, one 2x2 rotation per frequency (the angle-addition formulas):
-
-    .. math::
-
-        \begin{bmatrix} \sin \omega_i (pos + k) \\ \cos \omega_i (pos + k) \end{bmatrix} =
-        \begin{bmatrix} \cos \omega_i k & \sin \omega_i k \\ -\sin \omega_i k & \cos \omega_i k \end{bmatrix}
-        \begin{bmatrix} \sin \omega_i pos \\ \cos \omega_i pos \end{bmatrix}
-
-    It depends on the offset ``k`` only, never on ``pos``: a fixed linear map that attention can learn.
-    """
+    r"""``(d_model, d_model)`` block-diagonal :math:`R_k` with :math:`PE_{pos+k} = R_k\, PE_{pos}` for every ``pos``."""
     if d_model % 2:
         raise ValueError(f"sinusoidal positional encoding needs an even d_model, got d_model={d_model}")
     angle = k * frequencies(d_model, base)                                    # (d/2,)
@@ -136,15 +108,10 @@ def _check_embeddings(name: str, x: Tensor, d_model: int) -> None:
 
 
 class SinusoidalPositionalEncoding(PositionalEncoding):
-    r"""The paper's fixed encoding, added to the token embeddings: ``x + PE[offset : offset + n]``.
+    r"""The paper's fixed encoding: ``x + PE[offset : offset + n]``; ``d_model`` even, else ValueError.
 
-    ``d_model`` must be **even** (each frequency is one sine and one cosine); an odd size raises a
-    ValueError instead of silently dropping or padding a column. The table for the first
-    ``max_len`` positions is precomputed (a non-persistent buffer, so it is not in the state_dict);
-    longer sequences are computed on the fly, since the formula has no maximum length.
-
-    The paper multiplies the token embeddings by :math:`\sqrt{d_{model}}` before adding the encoding
-    and applies dropout to the sum; both are the model's business, not this module's.
+    ``max_len`` rows are precomputed (not in the state_dict), longer ones computed when asked. The paper's
+    scaling of the embeddings by :math:`\sqrt{d_{model}}` is the model's business.
     """
 
     label = "sinusoidal"
@@ -162,7 +129,7 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         self.register_buffer("pe", sinusoidal_table(max_len, d_model, base=base), persistent=False)  # (max_len, d)
 
     def table(self, n: int, offset: int = 0) -> Tensor:
-        """``(n, d_model)``: the encodings of positions ``offset .. offset + n - 1`` (float32, on the buffer's device)."""
+        """``(n, d_model)`` float32: positions ``offset .. offset + n - 1``."""
         if offset + n <= self.max_len:
             return self.pe[offset:offset + n]
         return sinusoidal_table(n, self.d_model, base=self.base, offset=offset, device=self.pe.device)
@@ -177,13 +144,9 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
 
 # -- learned absolute ---------------------------------------------------------------------------------
 class LearnedPositionalEncoding(PositionalEncoding):
-    r"""A trained table of ``max_len`` position vectors added to the token embeddings: ``x + P[offset : offset + n]``.
+    """A trained table ``weight`` ``(max_len, d_model)`` (GPT-2's init): ``x + P[offset : offset + n]``.
 
-    ``weight`` ``(max_len, d_model)`` is a parameter, initialised from :math:`\mathcal N(0, \text{std}^2)`
-    (``std = 0.02`` as in GPT-2). There is nothing to look up beyond the table: a sequence reaching
-    past position ``max_len - 1`` raises a ValueError naming both numbers. Rows for positions never
-    seen in training keep their initial random values, which is why this encoding does not
-    extrapolate to longer sequences (notebook 11 measures it).
+    Positions past ``max_len - 1`` raise a ValueError.
     """
 
     label = "learned"
@@ -203,7 +166,7 @@ class LearnedPositionalEncoding(PositionalEncoding):
         nn.init.normal_(self.weight, std=self.std)
 
     def table(self, n: int, offset: int = 0) -> Tensor:
-        """``(n, d_model)``: the rows of positions ``offset .. offset + n - 1``."""
+        """``(n, d_model)``: rows ``offset .. offset + n - 1``."""
         if offset < 0 or offset + n > self.max_len:
             raise ValueError(f"the learned position table holds max_len={self.max_len} positions (0 .. "
                              f"{self.max_len - 1}), but a sequence of {n} tokens at offset {offset} needs "
@@ -240,23 +203,10 @@ def rotate_pairs(x: Tensor, positions: Tensor, theta: Tensor) -> Tensor:
 
 
 class RotaryPositionalEncoding(PositionalEncoding):
-    r"""RoPE: rotate every head's queries and keys by an angle proportional to their position.
+    r"""RoPE: :math:`(R_m q)^\top (R_n k) = q^\top R_{n-m} k`, pair ``i`` turned by :math:`pos\,\theta_i`.
 
-    For a head of size ``head_dim`` (even; an odd size raises a ValueError), pair ``i`` of the
-    query at position ``m`` turns by :math:`m\theta_i` and pair ``i`` of the key at position ``n``
-    by :math:`n\theta_i`, with :math:`\theta_i = \text{base}^{-2i/d_{head}}`. A rotation preserves
-    lengths, and :math:`(R_m q)^\top (R_n k) = q^\top R_{n-m} k`: the score depends on the two
-    positions only through their difference. Nothing is added to the embeddings (``forward`` is
-    the identity).
-
-    **Pairing convention**: interleaved pairs :math:`(x_0, x_1), (x_2, x_3), \dots`, as in the RoFormer
-    paper (and as the sinusoidal table lays out its sin/cos pairs). GPT-NeoX and LLaMA's reference
-    code pair dimension ``i`` with ``i + d/2`` ("half-split"); the two differ by a fixed permutation
-    of the dimensions, which a model absorbs into :math:`W_Q` and :math:`W_K`, but weights trained
-    with one convention must be permuted before use with the other.
-
-    Queries are the last ``n`` of ``m`` positions: keys get positions ``0 .. m-1`` and queries
-    ``m-n .. m-1``, so rotating a cached generation step equals the tail of a full rotation.
+    ``head_dim`` even, else ValueError. Pairs are interleaved (RoFormer), not half-split (GPT-NeoX,
+    LLaMA): weights from one need permuting for the other.
     """
 
     label = "RoPE"
@@ -293,12 +243,7 @@ RoPE = RotaryPositionalEncoding
 
 # -- ALiBi --------------------------------------------------------------------------------------------
 def alibi_slopes(num_heads: int) -> Tensor:
-    r"""ALiBi's head slopes :math:`s_1 > \dots > s_H` (float64): a geometric sequence.
-
-    For ``H`` a power of two, :math:`s_h = 2^{-8h/H}` (8 heads: 1/2, 1/4, ..., 1/256). Otherwise,
-    as in the paper's code: the slopes of the largest power of two ``P < H``, then every other
-    slope of ``2P`` heads for the remaining ``H - P``.
-    """
+    r"""``(H,)`` float64: :math:`s_h = 2^{-8h/H}`, interleaved as the paper's code when ``H`` is no power of 2."""
     if num_heads < 1:
         raise ValueError(f"ALiBi needs num_heads >= 1, got {num_heads}")
 
@@ -314,14 +259,7 @@ def alibi_slopes(num_heads: int) -> Tensor:
 
 
 class ALiBi(PositionalEncoding):
-    r"""Attention with Linear Biases: head ``h`` adds :math:`-s_h\,|i - j|` to the score of query ``i`` and key ``j``.
-
-    Nothing is added to the embeddings and nothing is rotated; the further a key, the lower its
-    score, with a penalty per step :math:`s_h` that differs between heads (:func:`alibi_slopes`),
-    so some heads look far and others near. The bias is symmetric, :math:`-s_h|i-j|`, so it also
-    serves an encoder; under a causal mask it equals the paper's :math:`-s_h (i - j)` on every entry
-    the mask allows. Query ``i`` of ``n`` sits at position ``i + m - n`` of the ``m`` keys.
-    """
+    r"""ALiBi: head ``h`` adds :math:`-s_h\,|i - j|` to the score of query ``i`` and key ``j``."""
 
     label = "ALiBi"
 
@@ -349,9 +287,7 @@ class ALiBi(PositionalEncoding):
 
 
 # -- by name ------------------------------------------------------------------------------------------
-# The one registry: name -> class, in the order the course introduces them. A class builds itself for a
-# model (``build``), names itself (``label``) and says where position enters (``hooks``); the models'
-# ``positional=``, the check, notebook 11's exercise names, the explorer and the diagram all read it.
+# The one registry, in course order: the models' ``positional=``, notebook 11 and the widgets read it.
 ENCODING_CLASSES: dict[str, type[PositionalEncoding]] = {
     "none": NoPositionalEncoding,
     "sinusoidal": SinusoidalPositionalEncoding,
@@ -371,12 +307,7 @@ def check_positional(name: object) -> None:
 
 
 def positional_encoding(name: str, *, d_model: int, num_heads: int, max_len: int) -> PositionalEncoding:
-    """One of :data:`POSITIONAL_ENCODINGS` by name, sized for a model of width ``d_model`` with ``num_heads`` heads.
-
-    ``"rope"`` rotates heads of size ``d_model // num_heads``; ``"learned"`` holds ``max_len``
-    positions (longer sequences raise); ``"sinusoidal"`` precomputes ``max_len`` (and computes more
-    when asked); ``"alibi"`` has one slope per head; ``"none"`` is NoPE.
-    """
+    """One of :data:`POSITIONAL_ENCODINGS` by name, built for a model of ``(d_model, num_heads, max_len)``."""
     check_positional(name)
     check_heads(d_model, num_heads, names=("d_model", "num_heads"))
     return ENCODING_CLASSES[name].build(d_model, num_heads, max_len)

@@ -1,12 +1,6 @@
-"""What RNN, LSTM and GRU share: the torch.nn-compatible layer and cell around each concept's step.
-
-The concept modules (``rnn``, ``lstm``, ``gru``) each define only a *step* (the input projection of one time
-step and the previous state -> the new state); everything else lives here. ``RecurrentBase`` is the
-``torch.nn.RNN`` / ``LSTM`` / ``GRU``-compatible layer: torch's parameter names, shapes, gate order and
-initialisation; the input layouts (``batch_first``, unbatched, ``lengths``, ``PackedSequence``); layers,
-directions, dropout between layers and the optional ``RecurrentTrace``. ``CellBase`` does the same for the
-``*Cell`` modules. One layer in one direction runs in :mod:`seqlab.nn.bptt` (the fused default) or
-:mod:`seqlab.nn.unroll` (``model.fused = False``). Used from notebook 2 on; depth and directions: notebook 6.
+"""What RNN, LSTM and GRU share around each concept module's step: ``RecurrentBase``, the
+``torch.nn.RNN``/``LSTM``/``GRU``-compatible layer, and ``CellBase``. One layer and direction runs in
+:mod:`seqlab.nn.bptt` (the default) or :mod:`seqlab.nn.unroll` (``model.fused = False``).
 """
 
 from __future__ import annotations
@@ -32,24 +26,10 @@ DIRECTIONS = ("forward", "reverse")
 
 @dataclass
 class RecurrentTrace:
-    """Internals of one forward pass, recorded when ``forward(..., return_trace=True)``.
+    """What ``forward(..., return_trace=True)`` records: ``layers[l][direction][name]``, ``(B, T, H)``, detached.
 
-    ``layers[l][direction][name]`` is a tensor of shape ``(B, T, H)`` -- batch first whatever
-    ``batch_first`` says, ``B = 1`` for unbatched input -- where ``direction`` is ``'forward'``
-    or (bidirectional models only) ``'reverse'``, and ``name`` is one of ``names``:
-
-    ====== ==================================================================
-    model  names
-    ====== ==================================================================
-    RNN    ``a`` (pre-activation W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), ``h``
-    LSTM   ``i``, ``f``, ``g`` (the candidate c~_t), ``o``, ``c``, ``h``
-    GRU    ``r``, ``z``, ``n`` (the candidate), ``h``
-    ====== ==================================================================
-
-    Time index ``t`` is the position in the input sequence for both directions: the reverse
-    direction's entry at ``t`` is the step that read ``x_t`` (having read ``x_{t+1}`` ... before
-    it). Entries at padded positions (``t >= lengths[b]``) are zero. Tensors are detached
-    copies: reading a trace never changes gradients.
+    ``direction``: ``'forward'`` or ``'reverse'``; ``t`` is the input position in both; padding is zero.
+    ``names``: RNN ``a`` (pre-activation), ``h``; LSTM ``i, f, g, o, c, h``; GRU ``r, z, n, h``.
     """
 
     mode: str                                   # 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU'
@@ -93,11 +73,7 @@ class InputLayout:
 
 
 class RecurrentBase(nn.Module):
-    """Base class of ``RNN``, ``LSTM`` and ``GRU``; subclasses set the class attributes below.
-
-    ``model.fused`` (default True) runs :func:`seqlab.nn.bptt.scan_fused`; set it to False on an
-    instance to run the plain autograd loop, :func:`seqlab.nn.unroll.scan_plain`.
-    """
+    """Base of ``RNN``, ``LSTM``, ``GRU``; ``model.fused = False`` runs the plain autograd loop."""
 
     gate_count: int = 1                  # G: rows of W_ih are G*H (LSTM 4, GRU 3, RNN 1)
     state_names: tuple[str, ...] = ("h",)
@@ -153,7 +129,7 @@ class RecurrentBase(nn.Module):
 
     @property
     def output_size(self) -> int:
-        """Units of h_t, the output and the state the next step reads: ``proj_size`` if set, else ``hidden_size``."""
+        """Units of h_t: ``proj_size`` if set, else ``hidden_size``."""
         return self.proj_size or self.hidden_size
 
     def _state_size(self, state_name: str) -> int:
@@ -195,12 +171,7 @@ class RecurrentBase(nn.Module):
         raise NotImplementedError
 
     def cell_weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        """The cell's weights besides W_ih, W_hh, b_ih, b_hh: ``{name: shape}`` per layer and direction.
-
-        Registered as ``{name}_l{k}[_reverse]`` after the biases, passed to the step by keyword. The
-        layer runs the fused path when the mode's backward computes their gradients
-        (:func:`seqlab.nn.bptt.fused_cell_weights`, e.g. the LSTM's peepholes), else the plain path.
-        """
+        """The cell's extra weights ``{name: shape}``, registered as ``{name}_l{k}[_reverse]``."""
         return {}
 
     def _cell_weights(self, suffix: str) -> dict[str, Tensor]:
@@ -209,11 +180,7 @@ class RecurrentBase(nn.Module):
     # input in, output out ---------------------------------------------------------------------
     def _time_major(self, input: Tensor | PackedSequence, hx: object,
                     lengths: Tensor | Sequence[int] | None) -> tuple[Tensor, State, InputLayout]:
-        """Check the arguments; return x ``(T, B, I)``, the initial states, each ``(L*D, B, H)``, and the layout.
-
-        Unbatched input runs as ``B = 1``; a PackedSequence runs padded, with its lengths; missing
-        initial states are zeros.
-        """
+        """Check the arguments: x ``(T, B, I)``, initial states ``(L*D, B, H)`` (zeros if not given), layout."""
         name = type(self).__name__
         packed = input if isinstance(input, PackedSequence) else None
         if packed is not None:
@@ -282,12 +249,8 @@ class RecurrentBase(nn.Module):
     # layers and directions ----------------------------------------------------------------------
     def _layers(self, x: Tensor, states: State, lengths: Tensor | None,
                 return_trace: bool) -> tuple[Tensor, State, RecurrentTrace | None]:
-        """Run every layer, each direction, over time.
-
-        ``x`` ``(T, B, I)``; ``states`` each ``(L*D, B, H)``, row ``layer * D + direction`` as in torch.
-        Returns the last layer's output ``(T, B, D*H)``, the final states, each ``(L*D, B, H)``, and the trace
-        (H of ``h`` is ``proj_size`` for an LSTM with a projection).
-        """
+        """All layers and directions: ``x`` ``(T, B, I)``, states ``(L*D, B, H)`` (row ``layer * D + direction``)
+        -> output ``(T, B, D*H)``, final states, trace."""
         steps = x.shape[0]
         mask = padding_mask(lengths, steps, x.device)                           # (T, B, 1) or None
         backwards = reverse_index(lengths, steps, x.device)                     # (T, B) or None

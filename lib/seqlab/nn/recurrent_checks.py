@@ -1,7 +1,4 @@
-"""Argument and input checks shared by the recurrent layers and cells, with messages that say how to fix.
-
-Each check names the module, the expected shape, dtype or device, and what it got instead.
-"""
+"""Checks shared by the recurrent layers and cells; messages name the expected and the actual."""
 
 from __future__ import annotations
 
@@ -66,10 +63,7 @@ def check_lengths(name: str, lengths: Tensor | Sequence[int], batch: int, steps:
 
 
 def split_hx(name: str, hx: object, state_names: tuple[str, ...], suffix: str = "") -> tuple[Tensor, ...] | None:
-    """``hx`` as a tuple of state tensors, ``(h,)`` or ``(h, c)``, checking its type (not yet its shape).
-
-    ``suffix`` is how the message names the states: ``"0"`` for a layer's ``(h0, c0)``, ``""`` for a cell's.
-    """
+    """``hx`` as ``(h,)`` or ``(h, c)``, type checked; ``suffix`` names them in messages (``"0"``: ``h0``)."""
     if hx is None:
         return None
     names = tuple(n + suffix for n in state_names)

@@ -1,9 +1,7 @@
-r"""The vanilla (Elman) recurrent network: ``rnn_step``, ``RNNCell`` and the multi-layer ``RNN`` (torch twins).
+r"""Elman RNN twins of torch.nn's: ``rnn_step``, ``RNNCell``, ``RNN``; notebook 2.
 
-The lectures' step :math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)` in torch's names, so torch's weights load
-unchanged: ``weight_ih`` is :math:`W_x`, ``weight_hh`` is :math:`W_h`, and two bias vectors ``bias_ih`` and
-``bias_hh`` sum to :math:`b` (``nonlinearity='relu'`` uses :math:`\max(0, \cdot)` instead of tanh). A language
-model's output layer is a separate ``nn.Linear`` on top. Taught in notebook 2.
+:math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)` with ``weight_hh`` :math:`W_h`, ``weight_ih`` :math:`W_x` and
+``bias_ih + bias_hh`` :math:`b`, so torch's weights load unchanged.
 """
 
 from __future__ import annotations
@@ -66,18 +64,8 @@ class RNNCell(CellBase):
 class RNN(RecurrentBase):
     """Multi-layer, optionally bidirectional Elman RNN; a twin of ``torch.nn.RNN``.
 
-    ``forward(input, hx=None, *, lengths=None, return_trace=False)``:
-
-    - ``input``: ``(T, B, input_size)`` (``(B, T, input_size)`` if ``batch_first``), ``(T, input_size)``
-      unbatched, or a ``PackedSequence``.
-    - ``hx``: optional ``h0`` of shape ``(num_layers * num_directions, B, H)``; zeros if omitted.
-    - ``lengths``: optional ``(B,)`` real lengths of a padded batch (see ``seqlab.nn.unroll``).
-    - returns ``output, h_n`` -- ``output`` is ``(T, B, num_directions * H)`` -- and with
-      ``return_trace=True`` also a ``RecurrentTrace`` with the pre-activation ``a`` and ``h``.
-
-    To step through it: ``forward`` -> ``_layers`` (layer by layer, each direction) -> ``unroll`` in
-    :mod:`seqlab.nn.unroll`, which calls :func:`rnn_step` at t = 0 .. T-1. ``model.fused = False`` runs
-    that loop under autograd; the default runs it in :mod:`seqlab.nn.bptt` with a hand-written backward.
+    ``forward(input (T, B, I), hx=h0 (L*D, B, H), *, lengths=None, return_trace=False)`` ->
+    ``output (T, B, D*H), h_n`` (+ a trace of ``a``, ``h``).
     """
 
     trace_names = ("a", "h")

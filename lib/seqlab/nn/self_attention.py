@@ -1,11 +1,7 @@
-r"""Self-attention, one head, :class:`SelfAttention`: every position attends to every position of the sequence.
+r"""One self-attention head, :class:`SelfAttention`; notebook 9.
 
-:math:`Z = \mathrm{softmax}(Q K^\top / \sqrt{d_k} + M)\, V` with :math:`Q, K, V = X W_Q, X W_K, X W_V` and a
-mask :math:`M`, 0 where position ``i`` may attend to ``j`` and :math:`-\infty` where not (a causal mask
-blocks ``j > i``). Each projection is an ``nn.Linear`` without bias, as torch stores it: ``W_q.weight`` is
-``(d_k, d_model)``, i.e. :math:`W_Q^\top`. The softmax and weighted sum are
-:func:`seqlab.nn.attention.attend`, shared by every seqlab attention; masks follow :mod:`seqlab.nn.masks`.
-Taught in notebook 9; multi-head attention (notebook 10) runs several heads side by side.
+:math:`Z = \mathrm{softmax}(Q K^\top / \sqrt{d_k} + M)\, V`, :math:`Q, K, V = X W_Q, X W_K, X W_V`;
+``W_q.weight`` is :math:`W_Q^\top` ``(d_k, d_model)``, as torch stores an ``nn.Linear``.
 """
 
 from __future__ import annotations
@@ -18,12 +14,9 @@ from seqlab.nn.masks import causal_mask, check_mask, merge_masks
 
 
 class SelfAttention(nn.Module):
-    """One self-attention head: ``forward(x (B, n, d_model))`` -> ``z (B, n, d_v)`` (and the weights).
+    """``forward(x (B, n, d_model), key_mask (B, n) True = real token)`` -> ``z (B, n, d_v)`` (and the weights).
 
-    ``causal=True`` masks the future for every call (a decoder, a GPT). ``key_mask`` ``(B, n)`` has
-    seqlab's meaning: True = may attend (a real token); a False key (padding) gets no weight.
-    ``seqlab.nn.masks.padding_mask(lengths)`` builds one from lengths. (Not a torch twin, so not
-    torch's "True at padding": that meaning lives only at the boundary of the ``torch.nn`` twins.)
+    ``causal=True`` masks the future on every call.
     """
 
     def __init__(self, d_model: int, d_k: int, d_v: int | None = None, *, causal: bool = False):

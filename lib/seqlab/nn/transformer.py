@@ -1,13 +1,8 @@
-r"""The encoder and decoder stacks, ``TransformerEncoder`` and ``TransformerDecoder``, and the ``Transformer``.
+"""The Transformer's stacks and model, twins of ``torch.nn``'s (torch's state_dicts load strictly); notebooks 12-13.
 
-The layers they stack are in :mod:`seqlab.nn.transformer_layers` and importable from here too. Every class
-is a twin of its ``torch.nn`` namesake: the same arguments, submodule and parameter names (a torch
-state_dict loads with ``strict=True``) and torch's masks at the boundary (True = blocked; ``is_causal`` a
-hint). Deliberate differences: a causal hint without a mask builds the mask (torch raises); an all-padding
-sequence gives a finite output (torch: NaN); there is no nested-tensor fast path (in eval mode torch's
-returns zeros at padded positions). Keyword-only extras: ``positional=`` (self-attention only; owned once,
-by the outermost module, and handed down as ``rotate`` / ``score_bias``), ``need_weights`` (per-head weights,
-batch-first), ``fused`` and a KV ``cache``; a stack takes any layer module, as torch's does. Notebooks 12 and 13.
+Masks at the boundary are torch's (True = blocked). Unlike torch: a causal hint alone builds the mask, an
+all-padding sequence gives a finite output, and there is no nested-tensor path. Keyword-only extras:
+``positional=`` (owned by the outermost module), ``need_weights``, ``fused``, a KV ``cache``.
 """
 
 from __future__ import annotations
@@ -54,12 +49,7 @@ def _stack(weights: list[Tensor | None]) -> Tensor | None:
 
 def _clones(layer: nn.Module, num_layers: int, positional: PositionalEncoding | None,
             owner: str) -> tuple[nn.ModuleList, PositionalEncoding | None]:
-    """``num_layers`` copies of ``layer`` (as torch: independent parameters, the same initial values), and the
-    positional encoding the stack will own: ``positional`` if given, else the template layer's.
-
-    Any module is copied as torch copies it. A seqlab layer's copies hold no encoding of their own: the
-    stack owns the one encoding and hands its self-attention arguments to every layer on each call.
-    """
+    """``num_layers`` copies of ``layer`` (as torch) and the encoding the stack owns (else the template's)."""
     ours = isinstance(layer, TransformerLayer)
     if not ours and positional is not None:
         raise TypeError(f"{owner}(positional=...) needs seqlab's layers (seqlab.nn.{owner}Layer), which take its "
@@ -75,8 +65,7 @@ def _clones(layer: nn.Module, num_layers: int, positional: PositionalEncoding | 
 
 
 def _stacked_length(layers: nn.ModuleList, owner: str, name: str, x: Tensor) -> int:
-    """The sequence length of a stack's input: checked against a seqlab layer; a foreign layer checks it itself
-    (its length read as torch reads it, from ``self_attn.batch_first``)."""
+    """The input's sequence length, checked if the layers are seqlab's (a foreign layer checks it itself)."""
     first = layers[0]
     if isinstance(first, TransformerLayer):
         return check_sequence(owner, name, x, first.d_model, first.batch_first)[1]
@@ -95,14 +84,9 @@ def _seqlab_extras(layers: nn.ModuleList, owner: str, need_weights: bool, positi
 
 
 class TransformerEncoder(nn.Module):
-    r"""A stack of ``num_layers`` copies of ``encoder_layer`` (``layers.0 ..``), then ``norm`` if given.
+    """``num_layers`` copies of ``encoder_layer`` (any layer module), then ``norm``; as torch's.
 
-    As ``torch.nn.TransformerEncoder``; ``enable_nested_tensor`` and ``mask_check`` are accepted for
-    compatibility and change nothing (there is no nested-tensor fast path here). ``encoder_layer`` may be
-    any layer module (a ``torch.nn.TransformerEncoderLayer`` too), called as torch calls it. The stack
-    owns the positional encoding (``positional``, else the template layer's) and hands ``rotate`` and
-    ``score_bias`` to every layer (unless the caller passes them). ``need_weights=True`` returns
-    ``(output, weights (L, N, H, S, S))``.
+    ``need_weights=True`` adds weights ``(L, N, H, S, S)``.
     """
 
     def __init__(self, encoder_layer: nn.Module, num_layers: int, norm: nn.Module | None = None,
@@ -133,11 +117,9 @@ class TransformerEncoder(nn.Module):
 
 
 class TransformerDecoder(nn.Module):
-    r"""A stack of ``num_layers`` copies of ``decoder_layer`` (``layers.0 ..``), then ``norm`` if given.
+    """``num_layers`` copies of ``decoder_layer``, then ``norm``; as torch's.
 
-    As ``torch.nn.TransformerDecoder``; every layer attends to the same ``memory``. Any layer module is
-    stacked, and the positional encoding owned, as in :class:`TransformerEncoder`. ``need_weights=True``
-    returns ``(output, {"self": (L, N, H, T, T), "cross": (L, N, H, T, S)})``.
+    ``need_weights=True`` adds ``{"self": (L, N, H, T, T), "cross": (L, N, H, T, S)}``.
     """
 
     def __init__(self, decoder_layer: nn.Module, num_layers: int, norm: nn.Module | None = None, *,
@@ -171,17 +153,9 @@ class TransformerDecoder(nn.Module):
 
 
 class Transformer(nn.Module):
-    r"""The encoder-decoder: ``memory = Encoder(src)``, ``output = Decoder(tgt, memory)``, as ``torch.nn.Transformer``.
+    """``Decoder(tgt, Encoder(src))`` on embeddings ``(S, N, E)``, ``(T, N, E)``, as ``torch.nn.Transformer``.
 
-    Defaults are the paper's base model (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1,
-    ReLU): 44,140,544 parameters, exactly ``torch.nn.Transformer()``'s, without the embeddings (see
-    notebook 13 for the count with the paper's shared 37,000-token vocabulary). Inputs are embeddings
-    ``(N, S, E)`` / ``(N, T, E)`` (batch_first) or ``(S, N, E)`` / ``(T, N, E)``; the output has the
-    target's shape. Each stack ends in a LayerNorm (``encoder.norm``, ``decoder.norm``), as in torch.
-
-    ``positional`` (owned here, once) acts in the self-attention of every encoder and decoder layer: the
-    model hands each stack its ``rotate`` and ``score_bias`` on every call; ``need_weights=True``
-    returns ``(output, {"encoder": (L, N, H, S, S), "decoder_self": (L, N, H, T, T), "cross": (L, N, H, T, S)})``.
+    ``need_weights=True`` adds ``{"encoder", "decoder_self", "cross"}`` weights ``(L, N, H, ., .)``.
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6, num_decoder_layers: int = 6,

@@ -1,9 +1,4 @@
-"""Argument and input checks shared by the Transformer's layers and stacks (:mod:`seqlab.nn.transformer_layers`,
-:mod:`seqlab.nn.transformer`), each message naming what was expected and what came.
-
-The masks are checked in torch's meaning, which the twins take at their boundary: a boolean ``*_mask`` is True
-where attending is *not* allowed, a ``*_key_padding_mask`` is True at padding.
-"""
+"""Checks shared by the Transformer's layers and stacks; masks in torch's meaning (True = blocked / padding)."""
 
 from __future__ import annotations
 
@@ -13,10 +8,7 @@ from seqlab.nn.masks import check_mask
 
 
 def check_heads(d_model: int, nhead: int, *, names: tuple[str, str] = ("d_model", "nhead")) -> None:
-    """Each of the ``nhead`` heads gets ``d_model / nhead`` features: that must be a whole number.
-
-    ``names``: what the caller calls the two sizes (``("embed_dim", "num_heads")`` in MultiheadAttention).
-    """
+    """A ValueError unless ``nhead`` divides ``d_model``; ``names`` are the caller's names for the two."""
     if nhead < 1 or d_model % nhead:
         width, heads = names
         divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]

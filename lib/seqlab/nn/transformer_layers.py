@@ -1,12 +1,7 @@
-r"""The Transformer's two layers (Vaswani et al., 2017): ``TransformerEncoderLayer``, ``TransformerDecoderLayer``.
+r"""The Transformer's encoder and decoder layers, ``torch.nn`` twins; notebooks 12 and 13 print them.
 
-Each layer is a few sublayers -- self-attention, cross-attention to the memory (decoder only), the
-position-wise FFN -- each in a residual connection with a :class:`seqlab.nn.layer_norm.LayerNorm` in either
-placement (``norm_first``): post-norm :math:`\mathrm{LN}(x + F(x))` as in the paper, or pre-norm
-:math:`x + F(\mathrm{LN}(x))` as in GPT-2, which needs one last LN after the stack. Both layers wrap every
-sublayer in one place, :meth:`TransformerLayer.residual`. Both are ``torch.nn`` twins (arguments, parameter
-names, masks, dropout placement, the order in which weights are drawn); :mod:`seqlab.nn.transformer`, which
-stacks them, lists what they add. Taught in notebooks 12 and 13, which print several of these methods.
+Every sublayer sits in :meth:`TransformerLayer.residual`: post-norm :math:`\mathrm{LN}(x + F(x))` (the paper)
+or pre-norm :math:`x + F(\mathrm{LN}(x))` (``norm_first``, GPT-2).
 """
 
 from __future__ import annotations
@@ -47,8 +42,7 @@ def _activation(activation: Activation) -> Callable[[Tensor], Tensor]:
 
 def self_attention_positions(owner: nn.Module, rotate: Rotation | None, score_bias: Tensor | None, n: int, m: int,
                              x: Tensor) -> dict[str, Any]:
-    """The self-attention's position arguments for ``n`` queries over ``m`` keys: the caller's, or else those of
-    the encoding ``owner`` holds (computed in ``x``'s dtype, on its device). Never both: one owner."""
+    """The self-attention's position arguments: the caller's or the encoding ``owner`` holds (not both)."""
     given = {name: value for name, value in (("rotate", rotate), ("score_bias", score_bias)) if value is not None}
     positional = getattr(owner, "positional", None)
     if positional is None:
@@ -61,13 +55,7 @@ def self_attention_positions(owner: nn.Module, rotate: Rotation | None, score_bi
 
 
 class TransformerLayer(nn.Module):
-    r"""What the encoder and decoder layers share (not used on its own): the self-attention (``self_attn``),
-    the FFN (``linear1``, ``dropout``, ``linear2``), one LayerNorm and one dropout per sublayer (``norm1``,
-    ``norm2``, ..., ``dropout1``, ...) and the residual wrapping of each sublayer in either placement.
-    The decoder's layer (``has_cross_attention``) adds the cross-attention (``multihead_attn``) and a third
-    sublayer. Submodules are built in torch's order, so that under one seed the weights are drawn as torch draws
-    them. The constructor is torch's, for both layers.
-    """
+    """The two layers' shared parts, with torch's constructor, names and order of drawing weights."""
 
     has_cross_attention: ClassVar[bool] = False
 
@@ -116,13 +104,12 @@ class TransformerLayer(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))    # (.., d_ff) -> (.., d_model)
 
     def self_attention_sublayer(self, x: Tensor, **self_attn_args: Any) -> tuple[Tensor, Tensor | None]:
-        r"""Sublayer 1 (``norm1``, ``dropout1``): :math:`\mathrm{MultiHead}(x, x, x)` with the masks, cache and
-        positions in ``self_attn_args``; the weights per head ``(N, H, n, m)``, or None if not asked for."""
+        r"""Sublayer 1, :math:`\mathrm{MultiHead}(x, x, x)`; weights ``(N, H, n, m)`` or None."""
         return self.residual(x, self.norm1, self.dropout1,
                              lambda h: self.self_attn(h, h, h, average_attn_weights=False, **self_attn_args))
 
     def feed_forward_sublayer(self, x: Tensor, norm: nn.Module, dropout: nn.Module) -> Tensor:
-        """The last sublayer, the FFN (``norm2``/``dropout2`` in the encoder, ``norm3``/``dropout3`` in the decoder)."""
+        """The last sublayer, the FFN."""
         return self.residual(x, norm, dropout, lambda h: (self.feed_forward(h), None))[0]
 
     def extra_repr(self) -> str:
@@ -130,16 +117,11 @@ class TransformerLayer(nn.Module):
 
 
 class TransformerEncoderLayer(TransformerLayer):
-    r"""One encoder layer: self-attention, then the FFN, each in a residual connection with LayerNorm.
+    r"""Encoder layer: :math:`x \leftarrow \mathrm{LN}_1(x + \mathrm{SelfAttn}(x))`, then the FFN likewise
+    (``norm_first``: :math:`x + F(\mathrm{LN}(x))`).
 
-    Post-norm (``norm_first=False``, the paper): :math:`x \leftarrow \mathrm{LN}_1(x + \mathrm{SelfAttn}(x))`,
-    :math:`x \leftarrow \mathrm{LN}_2(x + \mathrm{FFN}(x))`. Pre-norm (``norm_first=True``):
-    :math:`x \leftarrow x + \mathrm{SelfAttn}(\mathrm{LN}_1(x))`, :math:`x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x))`.
-
-    ``forward(src (N, S, E) or (S, N, E) or (S, E), src_mask, src_key_padding_mask, is_causal)`` as
-    ``torch.nn.TransformerEncoderLayer``; ``need_weights=True`` returns ``(output, weights (N, H, S, S))``.
-    ``cache=`` (a :class:`seqlab.nn.multihead.AttentionCache`) makes ``src`` the ``S`` *new* positions
-    after ``cache.offset`` cached ones: the masks and the weights then have ``offset + S`` key columns.
+    ``forward`` as torch's; ``need_weights=True`` adds weights ``(N, H, S, S)``. With ``cache=``, ``src``
+    is the ``S`` positions after ``cache.offset``.
     """
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
@@ -157,20 +139,10 @@ class TransformerEncoderLayer(TransformerLayer):
 
 
 class TransformerDecoderLayer(TransformerLayer):
-    r"""One decoder layer: masked self-attention, cross-attention to the memory, then the FFN.
+    r"""Decoder layer: self-attention, cross-attention to the memory :math:`m`, FFN, each as the encoder's.
 
-    Post-norm (``norm_first=False``, the paper):
-    :math:`x \leftarrow \mathrm{LN}_1(x + \mathrm{SelfAttn}(x))`,
-    :math:`x \leftarrow \mathrm{LN}_2(x + \mathrm{CrossAttn}(x, m))`,
-    :math:`x \leftarrow \mathrm{LN}_3(x + \mathrm{FFN}(x))`. Pre-norm (``norm_first=True``):
-    :math:`x \leftarrow x + \mathrm{SelfAttn}(\mathrm{LN}_1(x))`,
-    :math:`x \leftarrow x + \mathrm{CrossAttn}(\mathrm{LN}_2(x), m)`,
-    :math:`x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_3(x))` (the memory :math:`m` is used as it comes).
-
-    ``forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
-    tgt_is_causal, memory_is_causal)`` as ``torch.nn.TransformerDecoderLayer`` (the self-attention is
-    masked only by the ``tgt_mask`` you pass: build it with :meth:`Transformer.generate_square_subsequent_mask`);
-    ``need_weights=True`` returns ``(output, {"self": (N, H, T, T), "cross": (N, H, T, S)})``.
+    ``forward`` as torch's (only ``tgt_mask`` masks the self-attention); ``need_weights=True`` adds
+    ``{"self": (N, H, T, T), "cross": (N, H, T, S)}``.
     """
 
     has_cross_attention = True                  # multihead_attn, norm3, dropout3: sublayer 2 of 3

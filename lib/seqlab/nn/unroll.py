@@ -1,12 +1,7 @@
-"""One recurrent layer, one direction, over time: :func:`unroll`, the plain path :func:`scan_plain`, padding.
+"""One recurrent layer, one direction, over time: :func:`unroll` and the autograd path :func:`scan_plain`.
 
-A step function (``rnn_step``, ``lstm_step``, ``gru_step``) maps ``xw_t = W_ih x_t + b_ih`` and the previous
-state to the new state and a cache of its internals; :func:`unroll` applies it at t = 0 .. T-1 (the lectures'
-unrolled network) and :func:`scan_plain` does so under autograd (``model.fused = False``; the fused default is
-:mod:`seqlab.nn.bptt`). With ``lengths`` (or a PackedSequence) the state stops changing after a sequence's
-last real step, padded outputs are zero, and the reverse direction reverses each sequence within its own
-length (:func:`flip`), runs the same forward scan and reverses the outputs back: exactly what ``torch.nn``
-computes for a packed sequence. Taught in notebooks 2 (unrolling) and 6 (padding, both directions).
+Padded steps keep the state and output zero; the reverse direction flips each sequence within its length
+(:func:`flip`), as ``torch.nn`` does for a packed sequence. Notebooks 2 and 6.
 """
 
 from __future__ import annotations
@@ -26,11 +21,8 @@ Step = Callable[[Tensor, State, Tensor, Tensor | None], tuple[State, dict[str, T
 
 def unroll(step: Step, xw: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None,
            mask: Tensor | None) -> tuple[list[Tensor], list[State], list[dict[str, Tensor]]]:
-    """Apply ``step`` at t = 0 .. T-1: the unrolled network, one step per time step.
-
-    ``xw`` is ``(T, B, G*H)``, ``mask`` is ``(T, B, 1)`` (True at real steps) or None. Returns
-    per step the outputs h_t ``(B, H)``, the states (initial state first) and the caches.
-    """
+    """``step`` at t = 0 .. T-1 over ``xw`` ``(T, B, G*H)``, ``mask`` ``(T, B, 1)`` or None: per step the
+    outputs ``(B, H)``, the states (initial first) and the caches."""
     outputs, states, caches = [], [state], []
     for t in range(xw.shape[0]):
         new_state, cache = step(xw[t], state, weight_hh, bias_hh)
@@ -47,10 +39,7 @@ def unroll(step: Step, xw: Tensor, state: State, weight_hh: Tensor, bias_hh: Ten
 
 def scan_plain(step: Step, xw: Tensor, state: State, weight_hh: Tensor, bias_hh: Tensor | None,
                mask: Tensor | None) -> tuple[Tensor, State, dict[str, Tensor]]:
-    """Unroll with autograd recording every operation (the plain path).
-
-    Returns outputs ``(T, B, H)``, the final state, and the stacked caches ``{name: (T, B, H)}``.
-    """
+    """:func:`unroll` under autograd: outputs ``(T, B, H)``, final state, caches ``{name: (T, B, H)}``."""
     outputs, states, caches = unroll(step, xw, state, weight_hh, bias_hh, mask)
     stacked = {name: torch.stack([c[name] for c in caches]) for name in caches[0]}
     return torch.stack(outputs), states[-1], stacked
