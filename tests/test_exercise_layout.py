@@ -121,3 +121,14 @@ def test_the_instructor_notes_list_the_gru_checkers_nine_table_diagnoses():
 
     notes = instructor_notes(NOTEBOOKS[0].parent / "05-gru.ipynb")
     assert len(nb05_gru._GRU_MISTAKES) == 9 and all(hint in notes for _, hint in nb05_gru._GRU_MISTAKES)
+
+
+@pytest.mark.parametrize("name", [n for n, ex in EXERCISES.items() if ex.hidden is not None])
+def test_a_hidden_case_factory_gives_new_shapes_that_the_reference_answers(name):
+    ex = EXERCISES[name]
+    hidden = list(ex.hidden(20261202))
+    shapes = [tuple(getattr(a, "shape", ()) for a in c.args) for c in ex.cases]
+    assert hidden and all(tuple(getattr(a, "shape", ()) for a in c.args) not in shapes for c in hidden), name
+    assert check(name, ex.reference)
+    for case in hidden:
+        ex.reference(*case.args)

@@ -392,3 +392,23 @@ def test_one_odd_file_never_sinks_the_batch_and_every_student_keeps_their_own_re
     records = [json.loads(p.read_text()) for p in (folder / "records").glob("*.json")]
     assert sorted(r["student"] for r in records) == sorted(rows)
     assert len(list((folder / "feedback").glob("*.md"))) == len(rows)
+
+
+def test_a_secret_seed_gives_hidden_cases_and_an_answer_fitted_to_the_public_ones_fails(tmp_path):
+    from seqlab.exercises import EXERCISES, expected_value, judge
+
+    (tmp_path / "hidden_cases.py").write_text("SEED = 424242\n")
+    hidden = grader.load_hidden_cases(tmp_path)
+    assert set(hidden) == {n for n, ex in EXERCISES.items() if ex.hidden} and len(hidden) >= 8
+    (tmp_path / "hidden_cases.py").write_text("SEED = 7\n")
+    assert not torch.equal(grader.load_hidden_cases(tmp_path)["lstm_cell"][0].args[0], hidden["lstm_cell"][0].args[0])
+    ex, (case,) = EXERCISES["lstm_cell"], hidden["lstm_cell"]
+    answers = {tuple(c.args[0].shape): ex.reference(*c.args) for c in ex.cases}
+    fitted = lambda x, *rest: answers.get(tuple(x.shape), (x, x))  # noqa: E731  (memorises the public cases)
+    assert check("lstm_cell", fitted)
+    expected = expected_value(ex, (), case)
+    assert not judge(ex, (), case, fitted(*case.args), expected).passed
+    assert judge(ex, (), case, ex.reference(*case.args), expected).passed
+    (tmp_path / "hidden_cases.py").write_text("SEED = '42'\n")
+    with pytest.raises(ValueError, match="SEED must be an integer"):
+        grader.load_hidden_cases(tmp_path)

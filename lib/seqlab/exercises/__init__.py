@@ -23,7 +23,8 @@ def exercises_of(notebook: str | int) -> dict[str, Exercise]:
     notebook, says which exercises there are; :func:`seqlab.exercises.layout.in_notebook_order` orders them."""
     text = str(notebook)
     number = manifest.notebook(text.split("_")[0] if text.startswith("nb") else text).number
-    return {name: ex for name, ex in EXERCISES.items() if REGISTERED_BY[name].rsplit(".", 1)[-1][:4] == f"nb{number:02d}"}
+    prefix = f"nb{number:02d}"
+    return {name: ex for name, ex in EXERCISES.items() if REGISTERED_BY[name].rsplit(".", 1)[-1][:4] == prefix}
 
 
 __all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "Plugged", "Verdict", "catalogue", "check",

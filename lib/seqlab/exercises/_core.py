@@ -82,7 +82,9 @@ class Exercise:
     library twins that would do a from-scratch exercise's work (the grader flags an answer that calls one; a
     name matches a dotted name by its last parts, and one starting with "." matches an attribute only);
     ``points`` in the gradebook; ``mistakes``, the diagnoses ``diagnose`` draws from a table rather than
-    returning as literal text (:func:`catalogue` finds the literal ones itself). Its notebook is the module
+    returning as literal text (:func:`catalogue` finds the literal ones itself); ``hidden``, a factory of
+    hidden cases from an instructor's secret seed (``SEED`` in ``hidden_cases.py``; shapes unlike the public
+    cases', so that an answer fitted to those fails). Its notebook is the module
     that registers it (``nb04_lstm``: notebook 04), in the order of the notebook's answer cells.
     """
 
@@ -97,6 +99,7 @@ class Exercise:
     forbidden: tuple[str, ...] = ()
     points: float = 1.0
     mistakes: tuple[str, ...] = ()
+    hidden: Callable[[int], Sequence[Case]] | None = None
 
     @property
     def is_prediction(self) -> bool:

@@ -1,8 +1,8 @@
 """Where an exercise lives in a notebook: its answer cell and its Solution fold. One rule for the release, the
 grader, the instructor notes and the tests.
 
-Which exercises a notebook has is not read from the notebook: it is the registry's (:func:`seqlab.exercises.exercises_of`).
-This module only *locates* each one: the answer cell is the code cell the release marked
+Which exercises a notebook has is the registry's (:func:`seqlab.exercises.exercises_of`), not read from the
+notebook; this module only *locates* each one: the answer cell is the code cell the release marked
 ``{"seqlab": {"exercise": name}}``, else the first one that calls ``check("name", ...)`` (either quote); the
 Solution fold is a markdown cell ``<details><summary>Solution ...</summary> ... ```python ... ``` ... </details>``
 among the :data:`FOLD_WINDOW` cells after the answer cell. ``tests/test_exercise_layout.py`` holds every notebook to it.

@@ -63,6 +63,7 @@ def _diagnose_cell(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="rnn_cell_step",
+    hidden=lambda seed: [Case(_cell_case(3, 4, 5, seed=seed), "a batch of 3, 4 input features, 5 units")],
     forbidden=("RNNCell", "nn.RNN", "torch.rnn_tanh_cell", "_VF"),
     signature="rnn_cell_step(x_t, h_prev, W_h, W_x, b) -> h_t; x_t: (B, I), h_prev: (B, H), W_h: (H, H), "
               "W_x: (H, I), b: (H,), h_t: (B, H)",

@@ -103,6 +103,7 @@ def _diagnose_bptt(args: tuple, got: Any, expected: tuple) -> str | None:
 
 register(Exercise(
     name="bptt_step",
+    hidden=lambda seed: [Case(_bptt_case(3, 5, 4, seed=seed), "a batch of 3, 5 units, 4 input features")],
     forbidden=("backward", "torch.autograd", "seqlab.gradients"),
     signature="bptt_step(dh_t, h_t, h_prev, x_t, W_h) -> (dW_h, dW_x, db, dh_prev); dh_t, h_t, h_prev: (B, H), "
               "x_t: (B, I), W_h: (H, H)",

@@ -132,6 +132,7 @@ def _lstm_case(seed: int, batch: int, inputs: int, hidden: int, zero_state: bool
 
 register(Exercise(
     name="lstm_cell",
+    hidden=lambda seed: [Case(_lstm_case(seed, 3, 4, 5), "a batch of 3, 4 inputs, 5 units")],
     mistakes=tuple(hint for _, hint in _LSTM_MISTAKES),
     forbidden=("LSTMCell", "nn.LSTM", "torch.lstm_cell", "_VF"),
     signature="lstm_cell(x, h, c, W_ih, W_hh, b_ih, b_hh) -> (h_t, c_t); x (B, I), h and c (B, H), "

@@ -109,6 +109,7 @@ def _gru_case(seed: int, batch: int, inputs: int, hidden: int, zero_state: bool 
 
 register(Exercise(
     name="gru_cell",
+    hidden=lambda seed: [Case(_gru_case(seed, 3, 4, 5), "a batch of 3, 4 inputs, 5 units")],
     mistakes=tuple(hint for _, hint in _GRU_MISTAKES),
     forbidden=("GRUCell", "nn.GRU", "torch.gru_cell", "_VF"),
     signature="gru_cell(x, h, W_ih, W_hh, b_ih, b_hh) -> h_t; x (B, I), h (B, H), W_ih (3H, I), W_hh (3H, H), "

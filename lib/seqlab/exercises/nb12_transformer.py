@@ -146,6 +146,7 @@ def _ln_case(seed: int, shape: tuple[int, ...], constant_row: bool = False) -> t
 
 register(Exercise(
     name="layer_norm",
+    hidden=lambda seed: [Case(_ln_case(seed, (2, 3, 7)), "2 x 3 tokens of 7 features")],
     mistakes=tuple(message for _, message in LN_MISTAKES.values()),
     forbidden=("F.layer_norm", "functional.layer_norm", "LayerNorm", "native_layer_norm"),
     signature="layer_norm(x: Tensor (..., d), gamma: (d,), beta: (d,), eps: float = 1e-5) -> Tensor (..., d): "

@@ -284,6 +284,7 @@ def _decoder_case(seed: int, d_model: int, nhead: int, t: int, s: int, lengths: 
 
 register(Exercise(
     name="decoder_block",
+    hidden=lambda seed: [Case(_decoder_case(seed, 8, 4, 3, 6, [6, 2]), "3 target and 6 source positions, 4 heads")],
     forbidden=("TransformerDecoderLayer", "TransformerDecoder", "decoder_block_slip"),
     signature="decoder_block(y: (B, n, d_model), memory: (B, m, d_model), memory_padding: (B, m) bool, True = "
               "padding, layer: TransformerDecoderLayer (pre-norm, batch_first)) -> (B, n, d_model)",

@@ -133,6 +133,7 @@ def _diagnose_gpt(args: tuple, got: Any, expected: Tensor) -> str | None:
 
 register(Exercise(
     name="gpt_forward",
+    hidden=lambda seed: [Case(_gpt_case(seed, B=2, T=5), "2 windows of 5 tokens")],
     forbidden=("GPT", "ListingGPT", "gpt_listing", "YourGPT"),
     signature="gpt_forward(ids: (B, T) long, W: dict of E (V, d), P (max_len, d), blocks (N layers), gamma, beta (d,), "
               "b (V,), block: (X, layer, mask (T, T) bool, True = may attend) -> X, layer_norm: (X, gamma, beta) -> "

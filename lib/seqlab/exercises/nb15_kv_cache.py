@@ -79,6 +79,7 @@ def _diagnose_step(args: tuple, got: Any, expected: tuple[Tensor, Tensor, Tensor
 
 register(Exercise(
     name="cached_attention_step",
+    hidden=lambda seed: [Case(_step_case(2, 2, 4, 6, seed=seed), "a batch of 2, 2 heads, 4 cached positions, d_k = 6")],
     forbidden=("scaled_dot_product_attention",),
     signature="cached_attention_step(q, k_new, v_new: (B, h, 1, d_k), K_cache, V_cache: (B, h, t, d_k)) -> "
               "(output (B, h, 1, d_k), K (B, h, t + 1, d_k), V (B, h, t + 1, d_k))",

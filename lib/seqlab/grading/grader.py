@@ -98,14 +98,23 @@ class Key:
 
 
 def load_hidden_cases(instructor: Path | None) -> dict[str, list[Case]]:
-    """``INSTRUCTOR/hidden_cases.py``'s ``HIDDEN = {"exercise": [Case(args, what), ...]}``, or {}."""
+    """``INSTRUCTOR/hidden_cases.py``'s ``HIDDEN = {"exercise": [Case(args, what), ...]}``, or {}; with ``SEED = n``
+    (a secret integer) every exercise that has a hidden-case factory gets its cases too."""
     if instructor is None or not (instructor / "hidden_cases.py").exists():
         return {}
-    hidden = runpy.run_path(str(instructor / "hidden_cases.py")).get("HIDDEN", {})
+    written = runpy.run_path(str(instructor / "hidden_cases.py"))
+    hidden = {name: list(cases) for name, cases in written.get("HIDDEN", {}).items()}
     unknown = sorted(set(hidden) - set(EXERCISES))
     if unknown:
         raise ValueError(f"{instructor / 'hidden_cases.py'}: no exercise named {', '.join(unknown)}")
-    return {name: list(cases) for name, cases in hidden.items()}
+    seed = written.get("SEED")
+    if seed is not None:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError(f"{instructor / 'hidden_cases.py'}: SEED must be an integer, got {type(seed).__name__}")
+        for name, ex in EXERCISES.items():
+            if ex.hidden is not None:
+                hidden.setdefault(name, []).extend(ex.hidden(seed))
+    return hidden
 
 
 def load_measurements(instructor: Path | None) -> dict[str, Any]:
