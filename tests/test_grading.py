@@ -314,6 +314,8 @@ def test_instructor_notes_give_demos_polls_and_each_checkers_mistakes():
     assert "## Goal" in notes and "**You need:**" in notes and "GateExplorer" in notes
     assert "`predict_rnn_horizon`" in notes and "T = 10" in notes
     assert "you returned (c_t, h_t)" in notes, "a mistake lstm_cell's checker diagnoses"
+    assert "*1 point; flagged for a look if it calls LSTMCell, nn.LSTM, torch.lstm_cell, _VF; hidden cases from your" \
+           " SEED.*" in notes
     assert re.search(r"runs in \d+ s", notes)
 
 

@@ -164,6 +164,12 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
     if exercises:
         lines += ["## Exercises and the mistakes their checkers diagnose", ""]
         for name in exercises:
-            lines += [f"### {name}", "", f"`{EXERCISES[name].signature}`", ""]
+            ex = EXERCISES[name]
+            grading = [f"{ex.points:g} point{'s' if ex.points != 1 else ''}"]
+            if ex.forbidden:
+                grading.append(f"flagged for a look if it calls {', '.join(ex.forbidden)}")
+            if ex.hidden is not None:
+                grading.append("hidden cases from your SEED")
+            lines += [f"### {name}", "", f"`{ex.signature}`", "", f"*{'; '.join(grading)}.*", ""]
             lines += [f"- {m}" for m in catalogue(name)] + [""]
     return "\n".join(lines).rstrip() + "\n"
