@@ -307,7 +307,8 @@ if __name__ == "__main__":
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
     for kind, items in inventory(root).items():
         distinct = sorted({item for item, _ in items})
-        print(f"{kind}: {len(distinct)}")
+        passed = [i for i in distinct if i in (ORDINARY if kind == "variable" else ORDINARY_MARKERS)]
+        print(f"{kind}: {len(distinct) - len(passed)} for §1 to name" + (f", {len(passed)} ordinary" if passed else ""))
         for item in distinct:
             where = sorted({w for i, w in items if i == item})
             print(f"  {item!r:45} {', '.join(where[:4])}" + (f" and {len(where) - 4} more" if len(where) > 4 else ""))
