@@ -15,8 +15,9 @@ bands, but only cells tagged ``nbval-check-output`` are compared as text. This s
 which: a code cell is tagged when its sanitised text output is the same under every profile
 (:data:`testbed.PROFILES`: the machine's widest code paths, the AVX2 paths, the pre-AVX baseline,
 one thread, three threads) -- counts, shapes, formulas, worked examples in float64. A cell that
-prints library source (``inspect.getsource``) is never compared: a comment changed in ``lib/``
-must not force a re-run of the notebooks that show it (the library's own tests guard the code).
+prints library source (``inspect.getsource``) is never tagged: nbval does not compare it, and
+tests/test_notebooks_committed.py checks it instead (``test_a_printed_listing_is_the_librarys_current_code``
+fails when the printed source, a comment included, is no longer the library's: re-execute the notebook).
 
 Executed copies go to ``test-artifacts/portability/<profile>/``; the committed notebooks are never
 re-executed here, only their tags change.
@@ -42,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 from testbed import CHECK_TAG, PROFILES, compared_texts, profile_environment, sanitize_patterns, worker_threads  # noqa: E402
 
 OUT = ROOT / "test-artifacts" / "portability"
-NEVER_COMPARED = re.compile(r"getsource|show_source|NBVAL_IGNORE_OUTPUT")   # printed library source (see the
-# docstring), and cells nbval is told to ignore (a tag on them too makes nbval warn of overlapping options)
+NEVER_COMPARED = re.compile(r"getsource|show_source|NBVAL_IGNORE_OUTPUT")   # printed library source (checked by
+# its own test, see the docstring), and cells nbval is told to ignore (a tag on them too makes nbval warn)
 
 
 def cell_text(cell: nbformat.NotebookNode, rules=None) -> str:

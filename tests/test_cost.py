@@ -230,7 +230,7 @@ def test_timing_helpers():
     assert cuda_peak_bytes(lambda: x @ x, "cpu") is None
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch sees none)")
 def test_cuda_peak_counts_a_new_tensor():
     assert cuda_peak_bytes(lambda: torch.empty(1024, 1024, device="cuda"), "cuda") >= 4 * 1024 * 1024
 

@@ -7,11 +7,6 @@ positions drawn with a fixed generator.
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
 import pytest
 import torch
 import torch.nn.functional as F

@@ -61,8 +61,9 @@ def test_notebook_carries_the_slide_metadata_of_the_rule(path):
 def test_nbval_compares_the_exact_outputs_and_only_those(path):
     """`make test` runs nbval with --nbval-lax: only cells tagged nbval-check-output are compared as text
     (scripts/portability.py tags those that every arithmetic profile prints alike). Each notebook has
-    some, so a change in what it computes exactly still fails; none prints library source, so a comment
-    changed in lib/ does not force a re-run; none is also marked # NBVAL_IGNORE_OUTPUT (the mark would win)."""
+    some, so a change in what it computes exactly still fails; none prints library source (a printed listing
+    is checked once, by test_a_printed_listing_is_the_librarys_current_code below, which names the function);
+    none is also marked # NBVAL_IGNORE_OUTPUT (the mark would win)."""
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     compared = [i for i, c in enumerate(code) if "nbval-check-output" in c.metadata.get("tags", [])]
@@ -146,8 +147,10 @@ LISTINGS = [(path, index, expr) for path in NOTEBOOKS
 
 @pytest.mark.parametrize("path, index, expr", LISTINGS, ids=[f"{p.name[:2]}-{e}" for p, _, e in LISTINGS])
 def test_a_printed_listing_is_the_librarys_current_code(path, index, expr):
-    """A listing printed with inspect.getsource is committed as output; after a change to that code the
-    notebook must be re-executed (make notebook NB=NN), or it shows code the library no longer has."""
+    """A listing printed with inspect.getsource is committed as output; after any change to that code, a
+    comment or docstring included, the notebook must be re-executed (make notebook NB=NN), or it shows code
+    the library no longer has. Kept on purpose (CONTRIBUTING §1): what a student reads in a listing, comments
+    too, is the library's; comparing only the code would let a stale comment stand."""
     import importlib
     import inspect
 

@@ -130,7 +130,7 @@ def test_bad_input_is_named():
         window_to_dense(torch.zeros(2, 5, 4), 1)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch sees none)")
 def test_on_cuda_it_matches_the_cpu():
     q, k, v = qkv(2, 2, 40, 8, seed=9, dtype=torch.float32)
     out, _ = sliding_window_attend(q, k, v, 3, causal=True)

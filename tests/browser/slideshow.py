@@ -94,12 +94,6 @@ def _step_through(page, notebook: str, widget_cells: list[int], stem: str) -> li
     pytest.fail(f"{notebook}: more than {MAX_SLIDES} steps through the slideshow", pytrace=False)
 
 
-# Widget slides measured taller than the projector (Chromium, 1280x720), each waiting for its widget to
-# be resized: the test still runs the widget on its slide and moves it, then reports xfail for the
-# height; once the slide fits it passes and says to remove the entry.
-TOO_TALL: dict[str, str] = {}
-
-
 CURRENT_SELECTOR = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 
@@ -156,11 +150,5 @@ def present(page, notebook: str, widget_cells: list[int]) -> list[str]:
 
 
 def check_heights(notebook: str, too_tall: list[str]) -> None:
-    """Fail on a widget slide over 720 px, unless TOO_TALL lists the notebook (then xfail; and if
-    it fits now, say so)."""
-    if notebook in TOO_TALL:
-        if not too_tall:
-            print(f"{notebook}: every widget slide fits 720 px now: remove it from TOO_TALL")
-            return
-        pytest.xfail(f"{TOO_TALL[notebook]} (measured: {', '.join(too_tall)})")
+    """Fail on a widget slide over 720 px (the test has run the widget on its slide and moved it first)."""
     assert not too_tall, f"{notebook}: widget slides taller than the projector's 720 px: {too_tall}"

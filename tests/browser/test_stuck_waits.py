@@ -50,7 +50,6 @@ def test_a_stuck_wait_fails_within_its_bound_with_its_evidence(browser, tmp_path
 
 
 UNBOUNDED = """
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -58,20 +57,20 @@ import lab_pages
 import pytest
 from playwright.sync_api import sync_playwright
 
-lab_pages.EVIDENCE = Path(os.environ["SEQLAB_TEST_EVIDENCE"])
+lab_pages.EVIDENCE = Path({evidence!r})
 
 
 @pytest.fixture
 def browser():
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=os.environ["SEQLAB_CHROMIUM"], headless=True,
+        browser = playwright.chromium.launch(executable_path={chromium!r}, headless=True,
                                              args=["--disable-gpu", "--disable-dev-shm-usage"])
         yield browser
         browser.close()
 
 
 def test_unbounded_wait(browser):
-    with lab_pages.open_page(browser, SimpleNamespace(log=os.environ["SEQLAB_TEST_SERVER_LOG"])) as page:
+    with lab_pages.open_page(browser, SimpleNamespace(log={log!r})) as page:
         page.set_content("<h1>stuck</h1>")
         page.evaluate("() => { console.log('before the unbounded wait'); return new Promise(() => {}); }")
 """
@@ -83,10 +82,13 @@ def test_an_unbounded_wait_ends_at_the_tests_cap_with_its_evidence(chromium, tmp
     whole process, and no evidence would be written."""
     method = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["timeout_method"]
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_unbounded.py").write_text(UNBOUNDED)
+    script = UNBOUNDED                          # the paths written into the script it runs
+    for name, value in (("chromium", chromium), ("evidence", tmp_path / "failed"),
+                        ("log", tmp_path / "jupyterlab.log")):
+        script = script.replace(f"{{{name}!r}}", repr(str(value)))
+    (tmp_path / "test_unbounded.py").write_text(script)
     (tmp_path / "jupyterlab.log").write_text(SERVER_LOG)
-    env = {**os.environ, "SEQLAB_CHROMIUM": chromium, "SEQLAB_TEST_EVIDENCE": str(tmp_path / "failed"),
-           "SEQLAB_TEST_SERVER_LOG": str(tmp_path / "jupyterlab.log"),
+    env = {**os.environ,
            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "browser"), os.environ.get("PYTHONPATH", "")])}
     started = time.monotonic()
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
