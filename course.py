@@ -274,6 +274,7 @@ def run_pytest(py: Path, args: list[str], env: dict[str, str]) -> int:
     prefix = offline_prefix()
     parallel = parallel_arguments(args)
     env = worker_threads(env, int(parallel[1]) if parallel else 1)
+    env.setdefault("SEQLAB_ANSWERS", "off")   # notebooks under test run the references, never answers kept here
     log("running the tests " + ("offline (no network but loopback)" if prefix else "with the network on")
         + (f", on {parallel[1]} workers" if parallel else "")
         + (f" of {env['OMP_NUM_THREADS']} torch thread(s) each" if "OMP_NUM_THREADS" in env else ""))
