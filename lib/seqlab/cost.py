@@ -1,8 +1,6 @@
-"""What a sequence layer costs: FLOPs, memory, sequential steps, time (notebook 17).
+"""What a sequence layer costs: FLOPs (2 per multiply-add), memory, sequential steps, time (notebook 17).
 
-Counts (exact formulas; a FLOP is 2 per multiply-add, as ``torch.utils.flop_counter`` counts),
-deterministic measurements (``count_*``, :class:`SavedTensorMeter`: what notebooks assert on), and
-timings (:func:`best_time`, :func:`time_interleaved`: machine-dependent, illustrations only).
+Counts and ``count_*`` measurements are deterministic; timings (:func:`best_time`) are illustrations only.
 """
 
 from __future__ import annotations
@@ -67,10 +65,9 @@ def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int,
                   batch: int = 1, read_out: str = "all", scores: str = "full") -> int:
     """FLOPs of a GPT's forward pass over ``new`` tokens with ``cached`` earlier ones in its KV cache.
 
-    Per layer: four ``d x d`` projections and two ``d x d_ff`` products (``d_ff`` defaults to ``4 d``) per
-    new token, and scores plus weighted sum against all ``cached + new`` keys; then the ``d x vocab``
-    read-out. ``read_out="last"`` reads out only the last token; ``scores="causal"`` counts only the
-    pairs the mask allows (seqlab's GPT does neither).
+    Per layer and new token: four ``d x d`` projections, two ``d x d_ff`` products (``d_ff`` = ``4 d`` by
+    default), scores and weighted sum against all ``cached + new`` keys; then the ``d x vocab`` read-out.
+    ``read_out="last"`` and ``scores="causal"`` count other implementations' shortcuts.
     """
     _positive_int("new", new)
     if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:

@@ -1,9 +1,7 @@
-r"""A vanilla RNN's backpropagation through time (BPTT) by hand, and the measurements built on it (notebook 03).
+r"""A vanilla RNN's backpropagation through time by hand, and measurements built on it (notebook 03 derives it).
 
-:math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)`; notebook 03 derives the backward step and why the
-gradient vanishes or explodes with the spectral radius of :math:`W_h`. ``seqlab.nn.RNN``'s fused path
-runs the same step (``seqlab.nn.bptt.rnn_step_backward``). Shapes: ``x`` ``(T, B, I)``, states
-``(T+1, B, H)`` holding :math:`h_0 \dots h_T`, ``W_h`` ``(H, H)``, ``W_x`` ``(H, I)``, ``b`` ``(H,)``.
+:math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)`. Shapes: ``x`` ``(T, B, I)``, states ``(T+1, B, H)``
+holding :math:`h_0 \dots h_T`, ``W_h`` ``(H, H)``, ``W_x`` ``(H, I)``, ``b`` ``(H,)``.
 """
 
 from __future__ import annotations
