@@ -62,9 +62,10 @@ class NGramLM:
 
       ``c_m(h .) = sum_w c_m(h w)``; ``N_m(h .)`` is the number of distinct followers of ``h``. ``c_n`` is
       the raw count; below order n, ``c_m(h w)`` is the continuation count, the number of distinct
-      symbols seen before ``h w``. A context unseen at order m passes ``p_{m-1}`` through. ``discount=None`` estimates ``D_m = n1 / (n1 + 2 n2)``
-      per order (``n1``, ``n2``: m-grams seen once, twice), kept in [0.05, 1]; a number fixes it.
-    - ``"add-k"``: ``(c(h w) + k) / (c(h .) + k V)`` at order n (``k = 1``: Laplace).
+      symbols seen before ``h w``. A context unseen at order m passes ``p_{m-1}`` through.
+      ``discount=None`` estimates ``D_m = n1 / (n1 + 2 n2)`` per order (``n1``, ``n2``: m-grams seen
+      once, twice), kept in [0.05, 1]; a number fixes it.
+    - ``"add-k"``: ``(c(h w) + k) / (c(h .) + k V)`` at order n, ``k`` the pseudo-count (1: Laplace).
     - ``"none"``: the maximum-likelihood estimate; scoring an unseen n-gram raises a ValueError naming it.
 
     The first ``n - 1`` symbols of a scored text use the shorter history they have, unless ``context=``
