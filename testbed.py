@@ -85,9 +85,9 @@ def worker_threads(env: dict[str, str], workers: int, cpus: int | None = None) -
 
     Unless ``env`` (or a profile) sets them, each worker gets ``cores // workers`` threads (on 2 cores and
     2 workers: 1), so that no thread waits for a core. Oversubscribed (a profile of 3 threads on 2 workers),
-    OpenMP's threads must wait passively, not spin: two 2-thread trainings side by side on 2 cores ran 4x
-    slower spinning. Passive waiting is no default for a single process, though: alone, a loop of small
-    operations (notebook 3's SGD runs) took 93 s instead of 24 s, each step's wake-ups costing system time.
+    OpenMP's threads must wait passively, not spin, or they take the cores from each other. Passive waiting
+    is no default for a single process, though: there, a loop of small operations pays for each step's
+    wake-ups in system time.
     The thread count changes the order of additions, never a claim: every notebook is checked under
     several (``--profiles``).
     """

@@ -1,12 +1,6 @@
-"""Where the course's trained checkpoints are: one rule, for notebooks, tests and scripts.
+"""Where the trained checkpoints are: ``$SEQLAB_CHECKPOINTS`` if set, else the source checkout's ``data/checkpoints``.
 
-1. ``$SEQLAB_CHECKPOINTS``, if set: any folder of ``<name>.safetensors`` and ``<name>.json`` files;
-2. else ``data/checkpoints`` of the source checkout seqlab runs from (the course repository, where
-   ``course.py`` installs seqlab in editable mode, so this works from any working directory, e.g.
-   a student's copy in ``work/``).
-
-An installed (non-editable) seqlab has no checkout around it: then only ``$SEQLAB_CHECKPOINTS``
-finds them, and :func:`checkpoint_dir` says so instead of guessing a path.
+An installed (non-editable) seqlab has no checkout: then only ``$SEQLAB_CHECKPOINTS`` finds them.
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ def source_checkout() -> Path | None:
 
 
 def checkpoint_dir() -> Path:
-    """``$SEQLAB_CHECKPOINTS`` if set, else ``data/checkpoints`` of the source checkout (see the module)."""
+    """``$SEQLAB_CHECKPOINTS`` if set, else ``data/checkpoints`` of the source checkout."""
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR])
     root = source_checkout()

@@ -1,16 +1,4 @@
-"""Input checks shared across seqlab: each written once, each message naming what was expected and got.
-
-- :func:`check_ids`: token ids ``(B, T)`` of dtype long, and one length per sequence;
-- :func:`check_id_range` (and :func:`first_id_outside`): ids inside a vocabulary, so that a bad id
-  is reported here and not as an index error deep inside ``nn.Embedding``;
-- :func:`check_lengths`: lengths of padded sequences inside ``minimum .. padded length``;
-- :func:`load_state_dict_strict`: a state dict loaded with every missing, unexpected and misshapen
-  key named at once.
-
-The device check lives beside the device choice, in :mod:`seqlab.device`. The recurrent layers in
-:mod:`seqlab.nn` still carry their own checks (torch's wording, for parity with ``torch.nn.LSTM``);
-they may call these.
-"""
+"""Input checks shared across seqlab, each message naming what was expected and what came."""
 
 from __future__ import annotations
 
@@ -21,8 +9,7 @@ from torch import Tensor, nn
 
 
 def check_ids(name: str, ids: Tensor, lengths: Tensor | Sequence[int] | None) -> Tensor | None:
-    """Raise a clear error unless ``ids`` is a ``(B, T)`` long tensor and ``lengths`` (if given) has
-    shape ``(B,)``; return ``lengths`` as a tensor (None stays None). ``name`` is the caller, for the message."""
+    """Raise unless ``ids`` is a ``(B, T)`` long tensor and ``lengths`` (if given) ``(B,)``; ``lengths`` as a tensor."""
     if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
         got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, Tensor) else type(ids).__name__
         raise ValueError(f"{name} expects ids of shape (B, T) and dtype torch.long, got {got}")
@@ -36,8 +23,7 @@ def check_ids(name: str, ids: Tensor, lengths: Tensor | Sequence[int] | None) ->
 
 
 def first_id_outside(ids: Tensor, size: int) -> int | None:
-    """An id of ``ids`` (any shape) outside ``0 .. size - 1`` -- the lowest if one is negative, else the
-    highest -- or None when every id fits (an empty tensor fits)."""
+    """An id outside ``0 .. size - 1`` (the lowest if one is negative, else the highest), or None."""
     if not ids.numel():
         return None
     low, high = int(ids.min()), int(ids.max())
@@ -47,8 +33,7 @@ def first_id_outside(ids: Tensor, size: int) -> int | None:
 
 
 def check_id_range(owner: str, ids: Tensor, size: int, *, what: str = "ids", size_name: str = "vocab_size") -> None:
-    """Raise ``ValueError`` unless every id lies in ``0 .. size - 1``; ``owner`` and ``what`` name the
-    caller and the argument, ``size_name`` the setting that fixes the size."""
+    """Raise ``ValueError`` unless every id lies in ``0 .. size - 1``; the names are for the message."""
     bad = first_id_outside(ids, size)
     if bad is not None:
         raise ValueError(f"{owner}: {what} must lie in 0 .. {size - 1} ({size_name}={size}), got an id of {bad}")
@@ -62,16 +47,13 @@ def check_lengths(owner: str, lengths: Tensor | None, n: int, *, what: str = "le
 
 
 class StateDictMismatch(KeyError, ValueError):
-    """A state dict that does not fit its model: keys missing or left over (a ``KeyError``), or
-    shapes that differ (a ``ValueError``); either ``except`` catches it."""
+    """A state dict that does not fit its model: a ``KeyError`` (keys) and a ``ValueError`` (shapes) alike."""
 
     __str__ = Exception.__str__      # the message as written, not KeyError's repr of it
 
 
 def load_state_dict_strict(model: nn.Module, state_dict: Mapping[str, Tensor], source: str = "the checkpoint") -> None:
-    """``model.load_state_dict(state_dict, strict=True)``, raising :class:`StateDictMismatch` that names
-    every missing and unexpected key and every shape that differs, all at once. ``source`` names
-    where the state dict came from, for the message."""
+    """``model.load_state_dict(state_dict, strict=True)``, raising :class:`StateDictMismatch` naming every bad key at once."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state_dict))
     unexpected = sorted(set(state_dict) - set(expected))

@@ -1,17 +1,7 @@
-"""The course's colours, in one place: the widgets import them, and so can a notebook.
+"""The course's colours in one place, held to ``scripts/colour_check.py``'s thresholds by tests/test_colours.py.
 
-Every map and colour set here is measured by ``scripts/colour_check.py`` (perceptual uniformity in CAM02-UCS;
-protanopia, deuteranopia and tritanopia simulated) and held to its thresholds by tests/test_colours.py. Rules:
-
-- a map's lightness runs one way (a diverging map's both ways from a light, neutral middle), so the order of
-  values survives greyscale and every colour vision;
-- series drawn together differ in marker or line style as well as hue (never red against green alone);
-- a highlight is a shape (an outline, bold text) first and a colour second, and its outline carries a white
-  halo, so it shows on the darkest cell of any map as well as on the lightest.
-
-    from seqlab.colours import DIVERGING, MODEL_STYLES
-    ax.imshow(W, cmap=DIVERGING, vmin=-0.5, vmax=0.5)
-    colour, marker = MODEL_STYLES["lstm"]
+A map's lightness runs one way (a diverging map's both ways from a light middle); series drawn together
+differ in marker or line style too; a highlight is a shape first, with a white halo.
 """
 
 from __future__ import annotations

@@ -1,33 +1,6 @@
-r"""What a sequence layer costs, counted and measured: FLOPs, memory, sequential steps, time (notebook 17).
+"""What a sequence layer costs: FLOPs (2 per multiply-add), memory, sequential steps, time (notebook 17).
 
-Three kinds of numbers, kept apart on purpose:
-
-- **Counts** (formulas, exact and machine-independent): :func:`recurrent_flops`,
-  :func:`attention_flops`, :func:`decoder_flops` (a GPT's forward pass, with or without a KV cache),
-  :func:`attention_matrix_bytes`, :func:`sequential_steps`. A FLOP here is
-  what ``torch.utils.flop_counter`` counts: 2 per multiply-add of a matrix product; element-wise
-  work (softmax, gates' sigmoids, scaling, biases) is not counted.
-- **Measurements that are still deterministic**: :func:`count_flops` (the FLOPs torch's counter
-  sees when a function runs), :func:`count_ops` (how many tensor operations it dispatches),
-  :func:`count_bytes` (the bytes those operations read and write, the traffic to memory if no cache
-  helped), :func:`count_recurrent_steps` (how many times a recurrent layer calls
-  its step function, each call waiting for the previous one's state) and :class:`SavedTensorMeter`
-  / :func:`saved_bytes` (the bytes autograd keeps for the backward pass, read from
-  ``torch.autograd.graph.saved_tensors_hooks``: every distinct storage counted once, exactly).
-  These are what notebooks assert on.
-- **Timings** (machine- and load-dependent, illustrations only): :func:`best_time` and
-  :func:`time_interleaved` (the loop every ``scripts/bench_*.py`` uses), and
-  :func:`cuda_peak_bytes` on a GPU.
-
-Per layer, for ``n`` tokens of width ``d`` (the lectures' table):
-
-==================== ======================= ================= ===========================
-layer                work (FLOPs)            sequential steps  memory kept for backward
-==================== ======================= ================= ===========================
-recurrent (GRU)      :math:`O(n d^2)`        :math:`O(n)`      :math:`O(n d)`
-self-attention       :math:`O(n^2 d + n d^2)` :math:`O(1)`     :math:`O(n^2 h + n d)`
-sliding window w     :math:`O(n w d + n d^2)` :math:`O(1)`     :math:`O(n w h + n d)`
-==================== ======================= ================= ===========================
+Counts and ``count_*`` measurements are deterministic; timings (:func:`best_time`) are illustrations only.
 """
 
 from __future__ import annotations
@@ -58,12 +31,7 @@ def _positive_int(name: str, value: Any) -> int:
 
 # -- counts -------------------------------------------------------------------------------------------
 def recurrent_step_flops(input_size: int, hidden_size: int, *, cell: str = "gru", batch: int = 1) -> int:
-    r"""FLOPs of one time step of a recurrent layer: :math:`2 B \cdot gH (I + H)` (``g`` gate blocks).
-
-    The step's two matrix products, :math:`W_{ih} x_t` ``(gH, I)`` and :math:`W_{hh} h_{t-1}` ``(gH, H)``,
-    with ``g`` = 1 (RNN), 3 (GRU) or 4 (LSTM). seqlab computes every :math:`W_{ih} x_t` in one product
-    before the loop; the count is the same.
-    """
+    r"""FLOPs of one step of a recurrent layer: :math:`2 B \cdot gH (I + H)`, ``g`` = 1 (RNN), 3 (GRU), 4 (LSTM)."""
     if cell not in GATES:
         raise ValueError(f"cell must be one of {sorted(GATES)}, got {cell!r}")
     for name, value in (("input_size", input_size), ("hidden_size", hidden_size), ("batch", batch)):
@@ -80,13 +48,8 @@ def attention_flops(n: int, d: int, *, heads: int = 1, batch: int = 1, keys: int
                     projections: int = 4) -> int:
     r"""FLOPs of self-attention over ``n`` tokens of width ``d``: :math:`2 B\,(p\, n d^2 + 2\, n m d)`.
 
-    ``projections`` (``p``) counts the ``d x d`` products per token: 4 for multi-head attention
-    (:math:`W^Q, W^K, W^V, W^O`), 3 for one head without an output projection
-    (:class:`seqlab.nn.self_attention.SelfAttention` with ``d_k = d_v = d``). ``keys`` (``m``) is the
-    number of keys each query is scored against: ``n`` for full attention (the default), ``2w + 1``
-    for a sliding window of ``w`` each side. The scores :math:`QK^\top` and the sum :math:`AV` cost
-    :math:`n m d` multiply-adds each. ``heads`` does not change the count (``h`` heads of width
-    ``d / h`` do one wide head's work); it must divide ``d``.
+    ``projections`` (``p``): ``d x d`` products per token (4 with :math:`W^O`, 3 without). ``keys`` (``m``):
+    keys per query, ``n`` (default) or ``2w + 1`` for a sliding window. ``heads`` must divide ``d``.
     """
     for name, value in (("n", n), ("d", d), ("heads", heads), ("batch", batch)):
         _positive_int(name, value)
@@ -100,21 +63,11 @@ def attention_flops(n: int, d: int, *, heads: int = 1, batch: int = 1, keys: int
 
 def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int, d_ff: int | None = None,
                   batch: int = 1, read_out: str = "all", scores: str = "full") -> int:
-    r"""FLOPs of one forward pass of a decoder-only Transformer (a GPT) over ``new`` tokens, ``cached`` earlier ones in its KV cache.
+    """FLOPs of a GPT's forward pass over ``new`` tokens with ``cached`` earlier ones in its KV cache.
 
-    Per layer and new token: the four ``d x d`` attention projections and the feed-forward network's
-    two ``d x d_ff`` products (``d_ff`` defaults to ``4 d``); per layer, the scores and the weighted
-    sum of every new token against all ``m = cached + new`` keys, :math:`2 \cdot 2\, \text{new} \cdot m\, d`
-    (the causal mask hides some pairs, but the explicit path computes the whole rectangle); then the
-    output layer, ``d x vocab`` per new token. Generating token ``t`` costs
-    ``decoder_flops(t, d=...)`` without a cache (every earlier token re-read) and
-    ``decoder_flops(1, t - 1, d=...)`` with one.
-
-    Two other accountings, for other implementations (seqlab's GPT does neither): ``read_out="last"``
-    applies the output layer to the last new token only (what nanoGPT's forward does without targets,
-    since generation uses only that row); ``scores="causal"`` counts only the pairs the causal mask
-    allows, new token ``i`` (1-based) against ``cached + i`` keys (what a causal kernel that skips the
-    masked blocks comes close to): :math:`2 \cdot 2\, d \sum_i (\text{cached} + i)` per layer.
+    Per layer and new token: four ``d x d`` projections, two ``d x d_ff`` products (``d_ff`` = ``4 d`` by
+    default), scores and weighted sum against all ``cached + new`` keys; then the ``d x vocab`` read-out.
+    ``read_out="last"`` and ``scores="causal"`` count other implementations' shortcuts.
     """
     _positive_int("new", new)
     if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:
@@ -134,10 +87,7 @@ def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int,
 
 def attention_matrix_bytes(n: int, *, heads: int = 1, batch: int = 1, keys: int | None = None,
                            dtype: torch.dtype = torch.float32) -> int:
-    """Bytes of the attention weights ``(B, h, n, m)`` in ``dtype``: ``B h n m`` times the element size.
-
-    ``keys`` (``m``) defaults to ``n``; a sliding window stores ``m = 2w + 1`` per query.
-    """
+    """Bytes of the attention weights ``(B, h, n, m)`` in ``dtype``; ``keys`` (``m``) defaults to ``n``."""
     for name, value in (("n", n), ("heads", heads), ("batch", batch)):
         _positive_int(name, value)
     m = n if keys is None else _positive_int("keys", keys)
@@ -145,11 +95,7 @@ def attention_matrix_bytes(n: int, *, heads: int = 1, batch: int = 1, keys: int 
 
 
 def sequential_steps(layer: str, n: int, *, layers: int = 1) -> int:
-    """Steps that must run one after the other to process ``n`` tokens: ``n`` per recurrent layer, 1 per attention layer.
-
-    ``layer`` is ``"recurrent"`` (each step needs the previous state) or ``"attention"`` (every
-    position is computed at once from the layer's input).
-    """
+    """Steps that must run one after another for ``n`` tokens: ``n`` per recurrent layer, 1 per attention layer."""
     _positive_int("n", n), _positive_int("layers", layers)
     if layer == "recurrent":
         return n * layers
@@ -169,13 +115,7 @@ def count_flops(fn: Callable[[], Any]) -> int:
 
 
 def count_ops(fn: Callable[[], Any]) -> int:
-    """How many tensor operations torch dispatches while ``fn()`` runs (each matmul, sigmoid, chunk, ... once).
-
-    A recurrent layer dispatches a few operations per time step, so the count grows with ``n``;
-    self-attention dispatches the same operations at any length, each on bigger tensors. (Read
-    through ``torch.utils._python_dispatch.TorchDispatchMode``, the hook torch's own FLOP counter
-    is built on.)
-    """
+    """How many tensor operations torch dispatches while ``fn()`` runs (via ``TorchDispatchMode``)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Counter(TorchDispatchMode):
@@ -191,12 +131,9 @@ def count_ops(fn: Callable[[], Any]) -> int:
 
 
 def count_bytes(fn: Callable[[], Any], *, at_least: int = 0) -> int:
-    """Bytes the operations dispatched while ``fn()`` runs read and write, summed operation by operation.
+    """Bytes the operations dispatched while ``fn()`` runs read and write, as if no cache helped.
 
-    Each operation is taken to read every tensor it is given and write every tensor it returns, once:
-    the traffic to memory when no cache keeps anything between operations (caches can only lower it).
-    Views (outputs that share an input's storage: reshapes, transposes) move nothing and are left out.
-    ``at_least`` counts only tensors of at least that many elements (e.g. ``h n^2``: the score-sized ones).
+    Views are left out; ``at_least`` counts only tensors of at least that many elements.
     """
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -225,11 +162,7 @@ def count_bytes(fn: Callable[[], Any], *, at_least: int = 0) -> int:
 
 
 def count_recurrent_steps(layer: nn.Module, *inputs: Any, **kwargs: Any) -> int:
-    """Run a seqlab recurrent layer (``RNN``, ``LSTM``, ``GRU``) on ``inputs`` and count its step-function calls.
-
-    Each call takes the previous call's state, so the calls cannot overlap: this is the layer's
-    chain of sequential steps (``n`` per layer and direction).
-    """
+    """Run a seqlab ``RNN``/``LSTM``/``GRU`` on ``inputs`` and count its step-function calls."""
     if not hasattr(layer, "_step"):
         raise TypeError(f"count_recurrent_steps needs a seqlab recurrent layer (RNN, LSTM, GRU), got "
                         f"{type(layer).__name__}")
@@ -251,19 +184,9 @@ def count_recurrent_steps(layer: nn.Module, *inputs: Any, **kwargs: Any) -> int:
 
 @dataclass
 class SavedTensorMeter:
-    """Counts the bytes autograd saves for the backward pass while the ``with`` block runs.
+    """Counts the bytes autograd saves for backward inside the ``with`` block (``saved_tensors_hooks``).
 
-    Every tensor an operation saves (``save_for_backward``, or autograd's own bookkeeping) passes
-    through ``torch.autograd.graph.saved_tensors_hooks``. A storage saved several times (a tensor and
-    its views, the softmax output that the next product saves again) is counted once, at its full
-    size: that is the memory the graph keeps alive. Storages of the tensors in ``exclude`` (the
-    parameters, the inputs: they exist with or without a backward pass) are not counted.
-
-    >>> x = torch.randn(100, 10, requires_grad=True)
-    >>> with SavedTensorMeter(exclude=[x]) as meter:
-    ...     y = torch.exp(x)                 # exp saves its result: 1,000 float32 numbers
-    >>> meter.bytes
-    4000
+    Each storage counts once, at full size; storages of tensors in ``exclude`` are not counted.
     """
 
     exclude: Iterable[Tensor] = field(default=(), repr=False)
@@ -295,10 +218,7 @@ class SavedTensorMeter:
 
 
 def saved_bytes(fn: Callable[[], Any], *, exclude: Iterable[Tensor] = ()) -> int:
-    """Bytes autograd keeps for the backward pass of ``fn()`` (see :class:`SavedTensorMeter`).
-
-    Pass the parameters and inputs in ``exclude`` to count only what the pass itself adds.
-    """
+    """Bytes autograd keeps for the backward pass of ``fn()``, not counting storages in ``exclude``."""
     with SavedTensorMeter(exclude=list(exclude)) as meter:
         fn()
     return meter.bytes
@@ -334,11 +254,7 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 # -- timings (illustrations) --------------------------------------------------------------------------
 def time_interleaved(steps: Mapping[str, Callable[[], None]], *, warmup: int, repeats: int,
                      clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
-    """Seconds per call of each step, ``repeats`` samples each, after ``warmup`` untimed rounds.
-
-    The steps are timed in turn within every round, so that a change in the machine's load hits
-    all of them alike and the ratios of one run compare like with like.
-    """
+    """Seconds per call of each step, ``repeats`` samples each, the steps timed in turn every round."""
     times: dict[str, list[float]] = {key: [] for key in steps}
     for repeat in range(warmup + repeats):
         for key, step in steps.items():
@@ -351,11 +267,9 @@ def time_interleaved(steps: Mapping[str, Callable[[], None]], *, warmup: int, re
 
 def best_time(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, threads: int | None = 1,
               device: torch.device | str = "cpu") -> float:
-    """The fastest of ``repeats`` calls of ``fn()``, in seconds, after ``warmup`` untimed calls.
+    """The fastest of ``repeats`` calls of ``fn()`` in seconds, after ``warmup`` untimed calls.
 
-    On the CPU the clock is this process's CPU time (other programs on a shared machine do not count)
-    with ``threads`` torch threads (restored afterwards; None leaves the setting alone). On CUDA it
-    is wall time, with a synchronisation after each call (kernels run asynchronously).
+    CPU: process time with ``threads`` torch threads (None leaves them alone); CUDA: wall time, synchronised.
     """
     _positive_int("repeats", repeats)
     device = torch.device(device)
@@ -372,19 +286,16 @@ def best_time(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, threa
 
 def time_by_length(calls: Callable[[int], Mapping[str, Callable[[], Any]]], lengths: Sequence[int], *,
                    repeats: int = 3, device: torch.device | str = "cpu") -> dict[tuple[int, str], float]:
-    """:func:`best_time` of every call that ``calls(n)`` returns (a name -> function map, built for ``n`` tokens),
-    for each ``n`` in ``lengths``: seconds, keyed ``(n, name)``. An illustration: it depends on the machine."""
+    """:func:`best_time` of each ``calls(n)`` entry for each ``n`` in ``lengths``, keyed ``(n, name)``."""
     return {(n, name): best_time(fn, repeats=repeats, device=device)
             for n in lengths for name, fn in calls(n).items()}
 
 
 # -- the lectures' table: path lengths, and the models that go beyond n^2 -----------------------------
 def path_length(reads: Callable[[int], Iterable[int]], n: int) -> int:
-    """How many layers until the last of ``n`` positions can have read the first, when at layer ``l`` every
-    position ``i`` reads the positions ``i - o`` for the offsets ``o`` in ``reads(l)`` (causal connections).
+    """Layers until the last of ``n`` positions has read the first, when layer ``l`` reads offsets ``reads(l)``.
 
-    Self-attention reads every offset (1 layer); a recurrence reads offset 1 (n - 1 steps); a width-k convolution
-    offsets 0 .. k - 1, dilated ones ``j k^l``. Raises if the last position is never reached within ``n`` layers.
+    Raises if it never does within ``n`` layers.
     """
     _positive_int("n", n)
     reached = torch.zeros(n, dtype=torch.bool)
@@ -435,8 +346,7 @@ def long_sequence_table() -> str:
 
 
 def fft_convolve(kernel: Tensor, x: Tensor) -> Tensor:
-    r"""The causal convolution :math:`y_t = \sum_{j=0}^{t} K_j x_{t-j}` of ``x`` ``(n,)`` with ``kernel`` ``(n,)``, as
-    one FFT product (zero-padded to ``2n``: no wrap-around). A state-space layer's convolution view (S4)."""
+    r"""Causal convolution :math:`y_t = \sum_{j \le t} K_j x_{t-j}` of ``x`` and ``kernel``, both ``(n,)``, by FFT."""
     if kernel.dim() != 1 or x.dim() != 1 or kernel.shape != x.shape:
         raise ValueError(f"fft_convolve expects a kernel and an input of the same shape (n,), got "
                          f"{tuple(kernel.shape)} and {tuple(x.shape)}")
@@ -453,9 +363,10 @@ LAYER_STYLES = {"GRU": ("s", "C0"), "attention": ("o", "C1"), "fused attention":
 def loglog_plot(xs: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str, title: str,
                 unit: tuple[float, str] = (1.0, ""), dashed: Iterable[str] = (), fit: int = 3, note: str = "",
                 size: tuple[float, float] = (7.0, 4.0)):
-    """A log-log plot of each series against ``xs`` with guide lines of slope 1 and 2, each series' slope over the
-    last ``fit`` points in its legend; returns ``(figure, alt text)`` for ``seqlab.notebook.show``. The alt text
-    gives the slopes and the first and last values in ``unit`` (divisor, name); ``note`` is added to it."""
+    """Log-log plot of each series against ``xs``, with slope 1 and 2 guides; returns ``(figure, alt text)``.
+
+    Legend slopes are fitted over the last ``fit`` points; ``unit`` is ``(divisor, name)`` for the alt text.
+    """
     import matplotlib.pyplot as plt
 
     names, dashed = list(series), set(dashed)
@@ -488,10 +399,10 @@ def loglog_plot(xs: Sequence[float], series: Mapping[str, Sequence[float]], *, x
 
 def band_figure(weights: Tensor, window: int, tokens: Sequence[str] | None = None, *, title: str = "",
                 reference: Tensor | None = None):
-    """Sliding-window weights ``(n, 2 window + 1)`` in two heat maps: what is kept (queries by offsets) and the
-    ``n x n`` band it stands for; returns ``(figure, alt text)``. ``tokens`` label the axes (one per position).
-    ``reference`` ``(n, n)``, the weights full attention gives under the band mask, adds a third map: the band's
-    ``n x n`` weights minus them (white where they agree), so that a wrong band shows."""
+    """Sliding-window weights ``(n, 2 window + 1)`` as heat maps (kept, and the ``n x n`` band); ``(figure, alt text)``.
+
+    ``reference`` ``(n, n)`` adds a third map: the band minus full attention's weights.
+    """
     import matplotlib.pyplot as plt
 
     from seqlab.nn.attention import window_to_dense

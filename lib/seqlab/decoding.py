@@ -1,16 +1,6 @@
-"""Turning a model's scores into tokens: sampling with temperature and top-k, and greedy choice.
+"""Turning a model's scores into tokens: sampling with temperature and top-k, greedy choice, beam search.
 
-A language model gives logits z (one per vocabulary entry). Sampling draws the next token from
-
-    p_i = exp(z_i / τ) / Σ_j exp(z_j / τ)
-
-where the temperature τ sharpens (τ < 1) or flattens (τ > 1) the distribution; τ → 0 is the
-greedy argmax. Top-k keeps only the k largest logits before the softmax.
-
-An encoder-decoder model wants the most probable *whole* output instead. Choosing the likeliest
-token at every step (greedy) can miss it; :func:`beam_search` keeps the ``k`` best prefixes.
-:func:`cut_at_eos` and :func:`target_log_prob` are what both translation models (the RNN
-``Seq2Seq`` and ``TransformerSeq2Seq``) share around their own decoding steps.
+:func:`cut_at_eos` and :func:`target_log_prob` are what both translation models share around their decoding steps.
 """
 
 from __future__ import annotations
@@ -56,8 +46,7 @@ def sample_next(logits: torch.Tensor, *, temperature: float = 1.0, top_k: int | 
 class Hypothesis:
     """One output of :func:`beam_search`: the tokens (no ``<bos>``, no ``<eos>``) and their log-probability.
 
-    ``log_prob`` is :math:`\\sum_t \\log p(y_t \\mid y_{<t}, x)` over the tokens *and* the final
-    ``<eos>`` when ``finished``; an unfinished hypothesis ran into ``max_len`` first.
+    ``log_prob`` includes the final ``<eos>`` when ``finished``; an unfinished one ran into ``max_len``.
     """
 
     tokens: tuple[int, ...]
@@ -65,18 +54,13 @@ class Hypothesis:
     finished: bool
 
     def score(self, length_penalty: float = 0.0) -> float:
-        """``log_prob / n ** length_penalty`` with ``n`` the number of steps taken (``<eos>`` included).
-
-        0 ranks by probability alone, which favours short outputs (every step multiplies by a
-        number below 1); 1 ranks by the mean log-probability per step.
-        """
+        """``log_prob / n ** length_penalty``, ``n`` the steps taken (``<eos>`` included); 1 ranks by mean log-probability."""
         steps = len(self.tokens) + (1 if self.finished else 0)
         return self.log_prob / max(steps, 1) ** length_penalty
 
 
 def reorder_dim1(state: State, index: torch.Tensor) -> State:
-    """Pick rows ``index`` of a recurrent state along its batch dimension (dim 1, torch's ``h_n`` layout);
-    a tuple such as ``(h, c)`` is reordered element by element."""
+    """Pick rows ``index`` of a recurrent state along dim 1 (torch's ``h_n`` layout), each element of a tuple ``(h, c)``."""
     if isinstance(state, tuple):
         return tuple(s.index_select(1, index) for s in state)
     return state.index_select(1, index)
@@ -88,17 +72,11 @@ def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]
                 select: Callable[[torch.Tensor, torch.Tensor, int], list] | None = None) -> list[Hypothesis]:
     """The ``beam_size`` most probable outputs of a decoder, best first, by :meth:`Hypothesis.score`.
 
-    ``step(tokens, state)`` takes the last token of each live hypothesis ``(n,)`` and their states
-    (batch ``n``) and returns log-probabilities of the next token ``(n, V)`` and the new states;
-    ``state`` is the decoder's initial state for *one* input (batch 1). At every step each of the
-    ``n <= beam_size`` live hypotheses is extended by every token, and the ``beam_size`` best
-    extensions live on; one that ends in ``<eos>`` is set aside as finished. The search stops at
-    ``max_len`` steps or, with ``length_penalty == 0`` (where a score can only fall as its
-    hypothesis grows), as soon as ``beam_size`` hypotheses have finished and no live one can
-    still beat them. Finished hypotheses rank before those cut off at ``max_len``.
-    ``beam_size=1`` is greedy decoding. ``select(scores (n,), log_probs (n, V), count)``, if given, picks
-    the ``count`` best extensions as ``(row, token, new_score)`` triples, best first, in place of the
-    built-in top-k (notebook 7 plugs the student's ``beam_step`` in here).
+    ``step(tokens (n,), state)`` returns next-token log-probabilities ``(n, V)`` and the new state;
+    ``state`` is for one input (batch 1). Stops at ``max_len`` or, with ``length_penalty == 0``, once no
+    live hypothesis can beat ``beam_size`` finished ones; finished ones rank first. ``beam_size=1`` is
+    greedy. ``select(scores (n,), log_probs (n, V), count)`` replaces the built-in top-k, returning
+    ``(row, token, new_score)`` triples.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
@@ -148,8 +126,7 @@ def beam_search(step: Callable[[torch.Tensor, State], tuple[torch.Tensor, State]
 
 
 def _selected(chosen, rows: int, vocab: int) -> list[tuple[int, int, float]]:
-    """A ``select`` function's answer as ``(row, token, score)`` triples, refused with a clear error if it
-    names a hypothesis or a token that does not exist."""
+    """A ``select`` function's answer as ``(row, token, score)`` triples; an error names a row or token that does not exist."""
     try:
         triples = [(int(row), int(token), float(score)) for row, token, score in chosen]
     except (TypeError, ValueError):
@@ -162,8 +139,7 @@ def _selected(chosen, rows: int, vocab: int) -> list[tuple[int, int, float]]:
 
 
 def cut_at_eos(written: torch.Tensor, eos_id: int) -> list[torch.Tensor]:
-    """Each row of ``written`` ``(B, steps)`` up to its first ``<eos>`` (left out), as 1-D CPU tensors;
-    a row without ``<eos>`` stays whole (the decoder ran out of steps)."""
+    """Each row of ``written`` ``(B, steps)`` up to its first ``<eos>`` (left out), as 1-D CPU tensors."""
     outputs = []
     for row in written.cpu():
         ends = (row == eos_id).nonzero()
@@ -172,9 +148,10 @@ def cut_at_eos(written: torch.Tensor, eos_id: int) -> list[torch.Tensor]:
 
 
 def target_log_prob(model: torch.nn.Module, src: torch.Tensor, target: torch.Tensor) -> float:
-    r""":math:`\log p(y \mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included, under a
-    translation model called as ``model(src (1, S), None, tgt_in (1, T + 1))`` -> logits ``(1, T + 1, V)``
-    with ``model.config.bos_id`` and ``eos_id`` (teacher forcing: one forward pass)."""
+    r""":math:`\log p(y \mid x)` of one target ``(T,)`` given one source ``(S,)``, ``<eos>`` included, by teacher forcing.
+
+    ``model(src (1, S), None, tgt_in (1, T + 1))`` returns logits ``(1, T + 1, V)``; ``model.config`` has ``bos_id``, ``eos_id``.
+    """
     tgt_in, tgt_out = teacher_forcing(target, model.config.bos_id, model.config.eos_id)
     log_probs = F.log_softmax(model(src[None], None, tgt_in[None])[0].float(), dim=-1)   # (T+1, V)
     return float(log_probs.gather(1, tgt_out[:, None]).sum())

@@ -1,9 +1,4 @@
-"""One place that decides where tensors live, and how runs are made repeatable.
-
-The device is CUDA when available, else CPU. Set the environment variable ``SEQLAB_DEVICE``
-(``cpu``, ``cuda``, ``cuda:1``) to override it, e.g. to force the CPU on a GPU machine so that
-numbers match the ones printed in the committed notebooks.
-"""
+"""Where tensors live (CUDA when available, else CPU; ``$SEQLAB_DEVICE`` overrides), and repeatable runs."""
 
 from __future__ import annotations
 
@@ -19,11 +14,9 @@ ENV_VAR = "SEQLAB_DEVICE"
 
 
 def get_device(preferred: str | torch.device | None = None) -> torch.device:
-    """Return the device to compute on.
+    """The device to compute on: ``preferred``, else ``$SEQLAB_DEVICE``, else CUDA if available, else CPU.
 
-    Order of precedence: the ``preferred`` argument, then ``$SEQLAB_DEVICE``, then CUDA if
-    available, else CPU. Asking for CUDA on a machine without it is an error, not a silent
-    fallback, so a misconfigured run is noticed.
+    Asking for CUDA where there is none raises rather than falling back.
     """
     choice = preferred if preferred is not None else os.environ.get(ENV_VAR, "").strip() or None
     if choice is None:
@@ -46,11 +39,7 @@ def get_device(preferred: str | torch.device | None = None) -> torch.device:
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, NumPy and torch (CPU and CUDA) and return a torch Generator seeded alike.
-
-    Use the returned generator for data order so that model initialisation and data order
-    do not share one random stream (changing one then leaves the other as it was).
-    """
+    """Seed Python, NumPy and torch, and return a torch Generator seeded alike (for data order, apart from initialisation)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
@@ -59,11 +48,7 @@ def seed_everything(seed: int) -> torch.Generator:
 
 @contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` torch CPU threads (None: leave the setting), restoring it after, also on error.
-
-    One thread makes small models' numbers and timings the same wherever they run; restoring keeps
-    the caller's (a notebook's) own setting.
-    """
+    """Run the block with ``n`` torch CPU threads (None: leave the setting), restoring it afterwards, also on error."""
     before = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -84,8 +69,7 @@ def module_device(module: torch.nn.Module) -> torch.device:
 
 def find_misplaced(module: torch.nn.Module,
                    tensors: Sequence[torch.Tensor]) -> tuple[int, torch.Tensor, torch.device] | None:
-    """The first tensor that is not on the module's device, as ``(index, tensor, module's device)``;
-    None when all are. The one device check: its callers word the error for their context."""
+    """The first tensor not on the module's device, as ``(index, tensor, module's device)``; None when all are."""
     expected = module_device(module)
     for index, tensor in enumerate(tensors):
         if tensor.device != expected:
@@ -94,10 +78,7 @@ def find_misplaced(module: torch.nn.Module,
 
 
 def check_same_device(module: torch.nn.Module, *tensors: torch.Tensor, names: tuple[str, ...] = ()) -> None:
-    """Raise a clear error when a tensor is not on the module's device.
-
-    ``names`` labels the tensors in the message (default: ``input 0``, ``input 1``, ...).
-    """
+    """Raise a clear error when a tensor is not on the module's device; ``names`` label the tensors."""
     misplaced = find_misplaced(module, tensors)
     if misplaced is not None:
         index, tensor, expected = misplaced

@@ -1,15 +1,7 @@
-"""Schematic pictures of the course's architectures, drawn from source with matplotlib.
+"""Schematic pictures of the course's architectures, drawn with matplotlib: each returns a :class:`Diagram`.
 
-Each function returns a :class:`Diagram`, a figure and its alt text, to pass to ``seqlab.notebook.show``::
-
-    show(*lstm_cell())                      # the whole LSTM cell
-    show(*lstm_cell(stage=1))               # built up part by part, as the notebook's equations are
-    show(*lstm_cell(highlight="forget"))    # one part lit, the rest greyed
-
-Matplotlib, not SVG or graphviz, so a diagram is a PNG like every other figure: it renders offline, on
-GitHub, in JupyterLab's light and dark themes (opaque white background), in slides and in the HTML edition,
-with nothing more to install. The labels are the symbols of the notebooks' equations; parts differ by
-label and shape as well as colour, so no meaning rests on hue alone.
+``show(*lstm_cell(stage=1))`` builds a picture up part by part; ``highlight=`` lights one part. Labels are
+the equations' symbols, and parts differ by label and shape as well as colour.
 """
 
 from __future__ import annotations
@@ -90,8 +82,7 @@ class _Canvas:
 
 
 def _state(parts: str | tuple[str, ...], highlight: str | None, shown: bool) -> bool | None:
-    """How to draw what belongs to ``parts``: None plain, True lit (one of them is the highlighted part),
-    False faded (another part is lit, or it comes at a later stage of the build-up)."""
+    """How to draw what belongs to ``parts``: None plain, True lit, False faded (another part lit, or a later stage)."""
     if not shown:
         return False
     if highlight is None:
@@ -108,8 +99,7 @@ _LSTM_STAGES = {1: "the three gates f_t, i_t and o_t, each a sigmoid of [h_{t-1}
 
 
 def lstm_cell(*, stage: int = 4, highlight: str | None = None) -> Diagram:
-    """One LSTM step: ``stage`` 1-4 draws the parts of notebook 4's sections up to that stage (the rest faded);
-    ``highlight`` (one of :data:`LSTM_PARTS`) lights one part and fades the others."""
+    """One LSTM step; ``stage`` 1-4 draws notebook 4's parts up to that stage, ``highlight`` lights one of :data:`LSTM_PARTS`."""
     if stage not in _LSTM_STAGES:
         raise ValueError(f"stage should be 1, 2, 3 or 4, got {stage!r}")
     if highlight is not None and highlight not in LSTM_PARTS:
@@ -175,8 +165,7 @@ GRU_PARTS = ("reset", "update", "candidate", "hidden")
 
 
 def gru_cell(*, highlight: str | None = None) -> Diagram:
-    """One GRU step in torch's convention, h_t = (1 - z_t) * n_t + z_t * h_{t-1}; ``highlight`` (one of
-    :data:`GRU_PARTS`) lights one part and fades the others."""
+    """One GRU step in torch's convention; ``highlight`` (one of :data:`GRU_PARTS`) lights one part."""
     if highlight is not None and highlight not in GRU_PARTS:
         raise ValueError(f"highlight should be one of {list(GRU_PARTS)} or None, got {highlight!r}")
     s = {part: _state(part, highlight, True) for part in GRU_PARTS}
@@ -229,8 +218,7 @@ def gru_cell(*, highlight: str | None = None) -> Diagram:
 
 
 def unrolled_rnn(steps: int = 4, *, gradient: bool = True) -> Diagram:
-    """A vanilla RNN unrolled over ``steps`` steps with one loss at the end; ``gradient`` draws the way
-    dL/dh_t travels back through W_h (backpropagation through time)."""
+    """A vanilla RNN unrolled over ``steps`` with one loss at the end; ``gradient`` draws dL/dh_t travelling back."""
     if not 2 <= steps <= 8:
         raise ValueError(f"steps should be between 2 and 8, got {steps!r}")
     gap, x0 = 2.0, 0.6                      # x0: h_0's centre
@@ -267,10 +255,10 @@ _DECODER_WEIGHTS = (0.1, 0.15, 0.6, 0.15)      # an example a_{t1..tS}: position
 
 
 def attention_decoder(weights: Sequence[float] = _DECODER_WEIGHTS) -> Diagram:
-    """One step of Bahdanau et al.'s attentional decoder, in notebook 8's symbols: score every encoder state
-    h_j against s_{t-1}, softmax the scores e_{tj} into weights a_{tj}, sum c_t = sum_j a_{tj} h_j, and feed c_t
-    with y_{t-1} into the decoder RNN. ``weights`` (3 to 6 numbers >= 0 that sum to 1, one per encoder state)
-    set the widths of the arrows from each h_j to c_t."""
+    """One step of Bahdanau et al.'s attentional decoder in notebook 8's symbols.
+
+    ``weights`` (3 to 6 numbers >= 0 summing to 1, one per encoder state) set the arrows' widths into c_t.
+    """
     a = [float(w) for w in weights]
     if not 3 <= len(a) <= 6 or min(a) < 0 or abs(sum(a) - 1) > 1e-3:
         raise ValueError(f"weights should be 3 to 6 numbers >= 0 that sum to 1 (one per encoder state), "
@@ -343,9 +331,7 @@ _SELF_ATTENTION_STEPS = {1: "the projections Q = X W_Q, K = X W_K and V = X W_V"
 
 
 def self_attention(*, step: int = 4) -> Diagram:
-    """One self-attention head as notebook 9 computes it, bottom to top: Q, K, V from X; the scores
-    QK^T / sqrt(d_k); the row-wise softmax A; the output Z = AV. ``step`` 1-4 draws the steps up to that one
-    (the rest faded)."""
+    """One self-attention head as notebook 9 computes it; ``step`` 1-4 draws the steps up to that one."""
     if step not in _SELF_ATTENTION_STEPS:
         raise ValueError(f"step should be 1, 2, 3 or 4, got {step!r}")
     s = {k: None if k <= step else False for k in _SELF_ATTENTION_STEPS}     # plain, or faded (a later step)
@@ -458,10 +444,10 @@ def _residual(fn: tuple, norm_first: bool, ln: str = "LN", tag: str = "12 §2") 
 
 def _column(c: _Canvas, x: float, y: float, items: list[tuple], *, bypass: float, tag_side: float,
             gap: float = 0.3) -> tuple[float, dict[str, float]]:
-    """Draw ``items`` upwards from ``y`` along a line at ``x``: boxes ``("box", text, fill, tag, w, h)``,
-    ``("split",)`` where a residual branch leaves and ``("add",)`` where it comes back, on the ``bypass`` side
-    (its signed distance from x). Tags go on ``tag_side`` (+1 right, -1 left). Returns the top and each box's
-    bottom edge, by text."""
+    """Draw ``items`` (``("box", text, fill, tag, w, h)``, ``("split",)``, ``("add",)``) upwards from ``y`` at ``x``.
+
+    The residual branch runs on the ``bypass`` side; returns the top and each box's bottom edge, by text.
+    """
     split, bottoms, r = y, {}, 0.24
     for kind, *rest in items:
         if kind == "split":
@@ -496,8 +482,7 @@ def _frame(c: _Canvas, x: float, y0: float, y1: float, half: float, label_x: flo
 
 def _embedding(c: _Canvas, x: float, text: str, tag: str, positions: str, positions_tag: str, side: float, *,
                y: float, w: float = 3.2) -> float:
-    """The embedding box (bottom edge at ``y``) and the + that adds positions from a box on the other side than
-    ``side`` (where the tags go); returns the top of the +."""
+    """The embedding box and the + that adds positions from the side opposite ``side``; returns the top of the +."""
     c.box(x, y + 0.25, text, INPUT_FILL, w=w, h=0.5, fontsize=10)
     _tag(c, x + side * (w / 2 + 0.1), y + 0.25, tag, side)
     _arrow(c, [(x, y + 0.5), (x, y + 0.9)])
@@ -522,9 +507,10 @@ def _fit(c: _Canvas, width: float, height: float, inches_per_unit: float) -> Non
 
 
 def transformer(*, norm_first: bool = False) -> Diagram:
-    """The encoder-decoder Transformer of Vaswani et al. (2017), after their Figure 1, each part tagged with the
-    notebook (12 or 13) and section that builds it. ``norm_first=False`` draws the paper's post-norm layers,
-    ``LN(x + F(x))``; ``True`` the pre-norm ``x + F(LN(x))`` with a final LN after each stack."""
+    """The encoder-decoder Transformer after Vaswani et al.'s Figure 1, parts tagged with notebook and section.
+
+    ``norm_first=False``: post-norm ``LN(x + F(x))``; ``True``: pre-norm ``x + F(LN(x))`` with a final LN.
+    """
     _check_norm_first(norm_first)
     xe, xd, frame_y, w = 3.45, 9.95, 2.75, 3.7
     ffn = ("box", "feed-forward\n$\\mathrm{FFN}$", GATE_FILL, "12 §3", w, 0.8)
@@ -590,9 +576,7 @@ def transformer(*, norm_first: bool = False) -> Diagram:
 
 
 def gpt_block(*, norm_first: bool = True) -> Diagram:
-    """The decoder-only language model of notebook 14 (``seqlab.models.gpt.GPT``): token embedding plus a learned
-    position table, ``N`` blocks of causal self-attention and FFN (no cross-attention), a read-out tied to the
-    embedding. ``norm_first=True`` (the model's default, GPT-2's layout) draws pre-norm blocks and the final LN."""
+    """The decoder-only model of notebook 14 (``seqlab.models.gpt.GPT``); ``norm_first=True`` draws pre-norm blocks."""
     _check_norm_first(norm_first)
     x, w, frame_y, width = 3.3, 3.9, 2.75, 12.0
     attention = ("box", "masked self-attention\n(causal mask, $h$ heads)", CANDIDATE_FILL, "", w, 0.8)
@@ -652,9 +636,7 @@ _KV_CACHE_STEPS = range(1, 9)
 
 
 def kv_cache(step: int = 4) -> Diagram:
-    """One generation step with a KV cache, for one head of one layer (notebook 15, section 1): token ``step`` is
-    the only one fed; its q, k and v are computed, k and v are appended to the cached K and V, and q attends over
-    all ``step`` rows. ``step`` is 1 to 8."""
+    """One generation step with a KV cache, one head of one layer (notebook 15); ``step`` 1 to 8 is the token fed."""
     if not isinstance(step, int) or isinstance(step, bool) or step not in _KV_CACHE_STEPS:
         raise ValueError(f"step should be an int from 1 to 8, got {step!r}")
     t, (xq, xk, xv), row_w, row_h = step, (1.6, 5.4, 8.6), 1.6, 0.36
@@ -723,8 +705,7 @@ def _check_int(name: str, value: object, allowed: range) -> None:
 
 
 def stacked_rnn(layers: int = 2, steps: int = 4) -> Diagram:
-    """A stack of ``layers`` recurrent layers unrolled over ``steps`` steps, in notebook 6's symbols: layer l reads
-    h^(l-1)_t, the state of the layer below at the same step (h^(0)_t = x_t), and its own h^(l)_{t-1}."""
+    """``layers`` recurrent layers unrolled over ``steps`` steps, in notebook 6's symbols."""
     _check_int("layers", layers, _STACK_LAYERS)
     _check_int("steps", steps, _RNN_STEPS)
     gap, rise, x0, w, h = 2.3, 1.7, 2.3, 1.1, 0.62          # x0: the h_0 column's centre
@@ -773,8 +754,7 @@ def stacked_rnn(layers: int = 2, steps: int = 4) -> Diagram:
 
 
 def bidirectional_rnn(steps: int = 4) -> Diagram:
-    """A bidirectional layer over ``steps`` steps, in notebook 6's symbols: a forward RNN left to right along the top,
-    a backward RNN right to left along the bottom, both reading x_t; y_t = [forward h_t ; backward h_t]."""
+    """A bidirectional layer over ``steps`` steps, in notebook 6's symbols: y_t = [forward h_t ; backward h_t]."""
     _check_int("steps", steps, _RNN_STEPS)
     gap, x0, w, h, half = 2.5, 2.6, 1.6, 0.62, 0.47         # half: x_t and y_t sit this far left and right of centre
     fwd, mid, bwd = 4.1, 2.55, 1.0
@@ -826,8 +806,7 @@ _ENTRY_BY_HOOK = {"forward": ("added to $x$", "§2, §5"), "rotate": ("rotates $
 
 
 def _entry_panels() -> list[tuple[str, str, str, str | None]]:
-    """``(title, where it enters, sections, hook)`` per hook that a registered encoding uses; the title names
-    the encodings that use it (``label (name)`` where the two differ), in course order."""
+    """``(title, where it enters, sections, hook)`` per hook a registered encoding uses, in course order."""
     from seqlab.nn.positional import ENCODING_CLASSES
 
     names: dict[str | None, list[str]] = {}
@@ -839,10 +818,7 @@ def _entry_panels() -> list[tuple[str, str, str, str | None]]:
 
 
 def positional_encodings() -> Diagram:
-    """Where each of notebook 11's encodings puts the position into one attention score, side by side: the same path
-    from the embeddings x_i, x_j to the softmax in every panel, the entry point lit: sinusoidal and learned add PE_pos
-    or P_pos to the embedding, RoPE rotates q_i and k_j by R_i and R_j, ALiBi adds -s|i - j| to the score, NoPE
-    adds nothing."""
+    """Where each of notebook 11's encodings puts position into one attention score, one panel per hook."""
     panels = _entry_panels()
     pitch, col_w, height = 4.5, 2.3, 8.4
     width = pitch * len(panels) - 0.15
@@ -900,9 +876,7 @@ def positional_encodings() -> Diagram:
 
 
 def masked_lm(length: int = 6, masked: int = 3) -> Diagram:
-    """What each objective lets a position read, side by side: GPT's next-token prediction at position
-    ``masked`` (it reads x_1..x_t only) and BERT's masked LM, which fills in ``[MASK]`` at that position
-    from the whole corrupted sequence, both sides, and is scored there only (notebooks 14 and 16)."""
+    """What GPT's next-token and BERT's masked-LM objectives let position ``masked`` read (notebooks 14 and 16)."""
     if not 4 <= length <= 8:
         raise ValueError(f"length should be an int from 4 to 8, got {length!r}")
     if not 2 <= masked <= length - 1:
@@ -980,11 +954,10 @@ def _power(t: int) -> str:
 
 
 def state_space(steps: int = 4, *, selective: bool = False) -> Diagram:
-    """A linear state-space layer over ``steps`` tokens, in notebook 17's symbols. Left, the recurrence
-    h_t = A h_{t-1} + B x_t, y_t = C h_t unrolled (one step per token, a state of fixed size); right, the same map
-    as a convolution: y_t = sum_j K_j x_{t-j} with the kernel K = (CB, CAB, CA^2B, ...), drawn for the last output.
-    ``selective=True`` draws Mamba's version: A_t, B_t, C_t computed from x_t at every step (lit), so there is no
-    fixed kernel and the convolution panel is faded."""
+    """A linear state-space layer over ``steps`` tokens (notebook 17): the recurrence and the convolution view.
+
+    ``selective=True`` draws Mamba's input-dependent A_t, B_t, C_t, and fades the fixed-kernel panel.
+    """
     _check_int("steps", steps, _SSM_STEPS)
     if not isinstance(selective, bool):
         raise ValueError(f"selective should be True (Mamba) or False (S4), got {selective!r}")
@@ -1063,9 +1036,7 @@ def state_space(steps: int = 4, *, selective: bool = False) -> Diagram:
 
 
 def bert_pretraining() -> Diagram:
-    """BERT's two pre-training objectives on one input (notebook 16): ``[CLS] a_1 a_2 [SEP] b_1 b_2 [SEP]``, token
-    types 0 then 1, through the encoder (full attention); the masked LM predicts the original a_2 where the input has
-    [MASK], and next-sentence prediction classifies the final [CLS] vector C as IsNext or NotNext."""
+    """BERT's two pre-training objectives, masked LM and next-sentence prediction, on one input (notebook 16)."""
     tokens = ["[CLS]", "$a_1$", "[M]", "[SEP]", "$b_1$", "$b_2$", "[SEP]"]
     types = [0, 0, 0, 0, 1, 1, 1]
     gap, w, h = 1.25, 1.0, 0.55

@@ -1,37 +1,7 @@
-r"""Training a vanilla RNN: backpropagation through time (BPTT) by hand, and what it implies.
+r"""A vanilla RNN's backpropagation through time by hand, and measurements built on it (notebook 03 derives it).
 
-The lectures' recurrence, for time steps :math:`t = 1 \dots T`:
-
-.. math::
-
-    a_t = W_h h_{t-1} + W_x x_t + b, \qquad h_t = \tanh(a_t).
-
-**BPTT** runs the loss backwards through the unrolled network. Write :math:`\bar h_t` for the
-*total* gradient :math:`\partial L / \partial h_t` (from the loss at step :math:`t`, if any, plus
-what flows back from step :math:`t+1`). One backward step is
-
-.. math::
-
-    \delta_t &= \bar h_t \odot (1 - h_t^2)                   && \partial L/\partial a_t, \text{ as } \tanh' = 1 - \tanh^2 \\
-    \partial L/\partial W_h &\mathrel{+}= \delta_t\, h_{t-1}^\top, \quad
-    \partial L/\partial W_x \mathrel{+}= \delta_t\, x_t^\top, \quad
-    \partial L/\partial b \mathrel{+}= \delta_t                && \text{shared weights: sum over steps} \\
-    \bar h_{t-1} &= W_h^\top \delta_t \; (+\ \partial L_{t-1}/\partial h_{t-1})  && \text{one step back in time}
-
-so the gradient reaching :math:`h_t` from the loss at step :math:`T` is a product of
-:math:`T - t` Jacobians :math:`\mathrm{diag}(1 - h_s^2)\, W_h`. With :math:`|\tanh'| \le 1`, its
-size is governed by :math:`W_h`: it shrinks geometrically when the spectral radius of :math:`W_h`
-is below 1 (vanishing gradients) and can grow geometrically above 1 (exploding gradients).
-
-This module holds the readable BPTT (:func:`rnn_forward`, :func:`bptt_step`, :func:`rnn_backward`)
-that notebook 03 writes out and checks against autograd, and the measurements built on it.
-``seqlab.nn.RNN`` runs the same backward step in its fused path (``seqlab.nn.bptt.rnn_step_backward``,
-whose docstring maps its torch-style names onto the symbols here), summing the weight gradients over
-all steps in one product for speed; this module keeps every quantity of the equations visible.
-
-Shapes (batch first within a step, time first across steps, as in ``torch.nn.RNN``):
-``x`` ``(T, B, I)``, states ``(T+1, B, H)`` holding :math:`h_0 \dots h_T`, ``W_h`` ``(H, H)``,
-``W_x`` ``(H, I)``, ``b`` ``(H,)``.
+:math:`h_t = \tanh(W_h h_{t-1} + W_x x_t + b)`. Shapes: ``x`` ``(T, B, I)``, states ``(T+1, B, H)``
+holding :math:`h_0 \dots h_T`, ``W_h`` ``(H, H)``, ``W_x`` ``(H, I)``, ``b`` ``(H,)``.
 """
 
 from __future__ import annotations
@@ -95,11 +65,9 @@ def _check_rnn(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor | None, h0: Tensor
 # --------------------------------------------------------------------------------------------
 
 def rnn_forward(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
-    """The forward pass, keeping every state for the backward pass.
+    """The forward pass, keeping every state: ``x`` ``(T, B, I)`` -> states ``(T+1, B, H)``, ``h_0`` first.
 
-    ``x`` ``(T, B, I)``; returns the states ``(T+1, B, H)``: ``h_0`` (zeros unless ``h0`` is
-    given) followed by ``h_1 .. h_T``, where ``h_t = tanh(W_h h_{t-1} + W_x x_t + b)``.
-    Note the indices: ``x[t - 1]`` is the lectures' :math:`x_t`, read at step ``t``.
+    ``h_0`` is zeros unless ``h0`` is given; ``x[t - 1]`` is the lectures' :math:`x_t`.
     """
     _check_rnn(x, W_h, W_x, b, h0)
     h = x.new_zeros(x.shape[1], W_h.shape[0]) if h0 is None else h0        # (B, H)
@@ -184,10 +152,10 @@ def _check_step_result(got: tuple, like: tuple[Tensor, ...]) -> None:
 
 def delayed_recall(n: int, *, length: int = 12, symbols: int = 4, delay: int = 3,
                    seed: int = 0) -> tuple[Tensor, Tensor]:
-    """A memory task for a tiny RNN: at every step from ``delay`` on, name the symbol read ``delay`` steps ago.
+    """A memory task: from step ``delay`` on, name the symbol read ``delay`` steps ago.
 
-    Returns ``x`` ``(length, n, symbols)``, one-hot float64, and the targets ``y`` ``(length, n)``, with
-    -100 (cross-entropy's ignore index) at the first ``delay`` steps, where there is nothing to recall yet.
+    Returns ``x`` ``(length, n, symbols)`` one-hot float64 and ``y`` ``(length, n)``, -100 for the first
+    ``delay`` steps.
     """
     if not 1 <= delay < length:
         raise ValueError(f"delay should be between 1 and length - 1 = {length - 1}, got {delay}")
@@ -213,8 +181,7 @@ def _readout_loss(states: Tensor, y: Tensor, W_y: Tensor, b_y: Tensor) -> tuple[
 
 
 def _gradients(x: Tensor, y: Tensor, weights: list[Tensor], step: BPTTStep | None) -> tuple[Tensor, list[Tensor]]:
-    """The loss and its gradients for W_h, W_x, b, W_y, b_y and h_0: by autograd when ``step`` is None, else the
-    read-out's by hand and the recurrence's by :func:`rnn_backward` with ``step``."""
+    """Loss and gradients for W_h, W_x, b, W_y, b_y, h_0: by autograd if ``step`` is None, else by ``step``."""
     W_h, W_x, b, W_y, b_y = weights
     h0 = x.new_zeros(x.shape[1], W_h.shape[0])
     if step is None:
@@ -237,11 +204,9 @@ def train_with_bptt(step: BPTTStep | None = None, *, steps: int = 300, hidden_si
                     seed: int = 0) -> BPTTTraining:
     """Train a tiny tanh RNN (float64) on :func:`delayed_recall` with gradients from a BPTT ``step``.
 
-    ``step`` (same signature as :func:`bptt_step`) computes the recurrence's gradients through
-    :func:`rnn_backward`; the read-out's are computed by hand; ``None`` uses autograd for everything, the
-    yardstick. SGD with momentum on fresh batches; the same seed gives the same weights and batches, so a
-    correct step reproduces autograd's run to rounding, and a wrong one changes what is learned. Runs on one
-    CPU thread (matrices of 16 units: more threads only cost time).
+    ``step`` has :func:`bptt_step`'s signature; ``None`` uses autograd throughout (the yardstick). The same
+    seed gives the same weights and batches, so a correct step reproduces autograd's run to rounding.
+    Runs on one CPU thread.
     """
     with torch_threads(1):
         return _train_with_bptt(step, steps=steps, hidden_size=hidden_size, symbols=symbols, length=length,
@@ -305,12 +270,7 @@ def scale_to_spectral_radius(W: Tensor, rho: float) -> Tensor:
 
 def random_rnn_weights(hidden_size: int, input_size: int, rho: float, *, seed: int = 0,
                        dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor, Tensor]:
-    """Random ``W_h`` with spectral radius ``rho``, and ``W_x``, ``b`` at torch.nn.RNN's scale.
-
-    ``W_h`` starts from a Gaussian matrix (the same one for every ``rho`` with the same seed, so
-    curves for different ``rho`` differ only in scale); ``W_x`` and ``b`` are drawn from
-    U(-1/sqrt(H), 1/sqrt(H)) like torch's initialisation.
-    """
+    """Random ``W_h`` of spectral radius ``rho`` (one direction per seed), and ``W_x``, ``b`` drawn as torch.nn.RNN does."""
     for name, value in (("hidden_size", hidden_size), ("input_size", input_size)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} should be a positive int, got {value!r}")
@@ -335,13 +295,9 @@ def _geometric_mean_by_distance(dh: Tensor) -> Tensor:
 
 def gradient_norms_through_time(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, *,
                                 h0: Tensor | None = None, seed: int = 0, step: BPTTStep | None = None) -> Tensor:
-    """How the gradient of a loss at the last step shrinks or grows on its way back in time.
+    """Norm of the gradient of ``L = v . h_T`` (``v`` a random unit vector) at each state, by :func:`rnn_backward`.
 
-    The loss is ``L = v . h_T`` for a fixed random unit vector ``v`` per sequence, so
-    dL/dh_T = v has norm 1. Returns ``(T+1,)``: entry ``k`` is ||dL/dh_{T-k}|| (the Euclidean
-    norm per sequence, averaged over the batch in log space, i.e. a geometric mean), for the
-    distances k = 0 .. T. Computed with :func:`rnn_backward`, whose ``step`` it passes on;
-    :func:`autograd_gradient_norms` measures the same with autograd.
+    Returns ``(T+1,)``: entry ``k`` is ||dL/dh_{T-k}||, geometric mean over the batch.
     """
     states = rnn_forward(x, W_h, W_x, b, h0)
     dL_dh = torch.zeros_like(states[1:])
@@ -366,12 +322,7 @@ def autograd_gradient_norms(x: Tensor, W_h: Tensor, W_x: Tensor, b: Tensor, *,
 
 
 def linear_gradient_norms(W_h: Tensor, steps: int, *, batch: int = 16, seed: int = 0) -> Tensor:
-    """The same measurement without the nonlinearity: the linear part of BPTT alone.
-
-    For ``h_t = W_h h_{t-1}`` the gradient k steps back is ``(W_h^T)^k v``. Returns ``(steps+1,)``:
-    entry ``k`` is the geometric mean over ``batch`` random unit vectors ``v`` of ||(W_h^T)^k v||.
-    For large k it grows or shrinks like rho(W_h)^k.
-    """
+    """BPTT's linear part alone: entry ``k`` of ``(steps+1,)`` is ||(W_h^T)^k v||, geometric mean over ``batch`` ``v``."""
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps should be an int >= 0, got {steps!r}")
     if not isinstance(W_h, Tensor) or W_h.dim() != 2 or W_h.shape[0] != W_h.shape[1]:
@@ -435,7 +386,7 @@ ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (
 # --------------------------------------------------------------------------------------------
 
 def _check_inputs_and_targets(x: Tensor, y: Tensor) -> None:
-    """``x`` and ``y``: ids of shape ``(B, T)``, dtype torch.long, the same shape; else a ValueError naming them."""
+    """A ValueError unless ``x`` and ``y`` are torch.long ids of one shape ``(B, T)``."""
     for name, t in (("x", x), ("y", y)):
         if not isinstance(t, Tensor) or t.dim() != 2 or t.dtype != torch.long:
             got = f"{t.dtype} tensor of shape {_shape(t)}" if isinstance(t, Tensor) else type(t).__name__
@@ -445,14 +396,9 @@ def _check_inputs_and_targets(x: Tensor, y: Tensor) -> None:
 
 
 def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
-    """How strongly the loss at the last step depends on each earlier input, for a char model.
+    """||dL_T / de_{T-k}||: how the last step's loss depends on the embedded input ``k`` steps back, ``(T,)``.
 
-    ``model`` is a :class:`seqlab.models.charlm.CharLM` (embedding ``model.embed``, recurrent layer
-    ``model.rnn``, read-out ``model.head``); ``x``, ``y`` ``(B, T)`` ids as from ``LMBatches``.
-    The loss is the cross-entropy of the prediction at the last position, ``L_T``. Returns
-    ``(T,)``: entry ``k`` is ||dL_T / de_{T-k}||, the norm of its gradient with respect to the
-    embedded input ``k`` steps before the end (k = 0: the last character read), averaged over
-    the batch.
+    ``model`` is a :class:`seqlab.models.charlm.CharLM`; ``x``, ``y`` ``(B, T)`` ids. Averaged over the batch.
     """
     _check_inputs_and_targets(x, y)
     with evaluating(model), torch.enable_grad():
@@ -465,13 +411,10 @@ def input_sensitivity(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
 
 
 def memory_gradient_norms(model: torch.nn.Module, x: Tensor, y: Tensor) -> Tensor:
-    """How strongly the loss at the last step depends on the model's memory k steps back, for a char model.
+    """||dL_T / dm_{T-k}||: how the last step's loss depends on the memory ``k`` steps back, ``(T,)``.
 
-    ``model`` is a one-layer :class:`seqlab.models.charlm.CharLM` with an LSTM or a tanh RNN; ``x``, ``y``
-    ``(B, T)`` ids as from ``LMBatches``. The memory is what each step hands on: the cell state ``c_t`` of an
-    LSTM, the hidden state ``h_t`` of an RNN. The loss is the cross-entropy of the last prediction, ``L_T``.
-    Returns ``(T,)``: entry ``k`` is ||dL_T / dm_{T-k}|| (the total derivative, along every path), averaged
-    over the batch; k = 0 is the memory after the last character read.
+    ``model`` is a one-layer :class:`seqlab.models.charlm.CharLM` with an LSTM (memory ``c_t``) or a tanh
+    RNN (``h_t``); ``x``, ``y`` ``(B, T)`` ids. Averaged over the batch.
     """
     from seqlab.nn.lstm import lstm_step
     from seqlab.nn.rnn import rnn_step

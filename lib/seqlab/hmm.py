@@ -1,29 +1,7 @@
-r"""Hidden Markov models: belief monitoring (filtering) as a recurrence, and smoothing (notebook 6).
+r"""Hidden Markov models: filtering as a recurrence, and smoothing by forward-backward (notebook 6 derives both).
 
-A hidden state :math:`X_t \in \{0, \dots, S-1\}` evolves by the transition matrix and emits an
-observation :math:`E_t \in \{0, \dots, K-1\}`:
-
-.. math::
-
-    A_{ij} = P(X_t = j \mid X_{t-1} = i) \quad (S \times S), \qquad
-    B_{ik} = P(E_t = k \mid X_t = i) \quad (S \times K), \qquad \pi = P(X_0).
-
-**Filtering** (the forward algorithm) keeps the belief :math:`f_t = P(X_t \mid e_{1:t})` and
-updates it with each observation -- predict with the transition, then weigh by the evidence:
-
-.. math::
-
-    f_t = \frac{B_{:, e_t} \odot (A^\top f_{t-1})}{\mathbf 1^\top \big(B_{:, e_t} \odot (A^\top f_{t-1})\big)},
-    \qquad f_0 = \pi .
-
-A state, an input, a fixed update rule, and the state read as the output: a recurrent network
-whose weights are the model's probabilities. **Smoothing** (forward-backward) also uses the
-evidence after step k, carried by a second recursion that runs backwards in time,
-:math:`b_k = A\,(B_{:, e_{k+1}} \odot b_{k+1})`, :math:`b_T = \mathbf 1`, and
-:math:`P(X_k \mid e_{1:T}) \propto f_k \odot b_k` -- the same two-chain shape as a
-bidirectional RNN.
-
-Arrays are NumPy, float64. ``observations`` may be one sequence ``(T,)`` or a batch ``(N, T)``.
+:math:`A_{ij} = P(X_t = j \mid X_{t-1} = i)` ``(S, S)``, :math:`B_{ik} = P(E_t = k \mid X_t = i)` ``(S, K)``,
+``prior`` :math:`= P(X_0)` ``(S,)``. Arrays are NumPy float64; ``observations`` is ``(T,)`` or a batch ``(N, T)``.
 """
 
 from __future__ import annotations
@@ -83,10 +61,7 @@ def hmm_filter(A: ArrayLike, B: ArrayLike, prior: ArrayLike, observations: Array
 
 
 def hmm_backward(A: ArrayLike, B: ArrayLike, observations: ArrayLike) -> np.ndarray:
-    """Backward messages ``b_k = P(e_{k+1..T} | X_k)`` (up to scale) for k = 1..T: ``(T, S)`` or ``(N, T, S)``.
-
-    Each message is scaled to sum to 1; smoothing only needs them up to a constant.
-    """
+    """Backward messages ``b_k = P(e_{k+1..T} | X_k)`` scaled to sum to 1, k = 1..T: ``(T, S)`` or ``(N, T, S)``."""
     A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
     check_hmm(A, B, np.full(A.shape[0], 1.0 / A.shape[0]))
     obs = _check_observations(observations, B.shape[1])
@@ -111,10 +86,10 @@ def hmm_smooth(A: ArrayLike, B: ArrayLike, prior: ArrayLike, observations: Array
 
 def hmm_window(A: ArrayLike, B: ArrayLike, prior: ArrayLike, observations: ArrayLike, before: int,
                after: int = 0) -> np.ndarray:
-    """Beliefs ``P(X_t | e_{t-before} .. e_{t+after})`` for t = 1..T, from a window of the evidence only
-    (clipped at the ends): ``(T, S)`` or ``(N, T, S)``. A baseline with a short memory: ``before=1`` reads the
-    last two observations. The window starts from the marginal ``P(X_{lo})``, ``prior`` pushed ``lo`` steps
-    through ``A``, so a window that holds all the evidence gives :func:`hmm_smooth` (or :func:`hmm_filter`)."""
+    """Beliefs ``P(X_t | e_{t-before} .. e_{t+after})``, the window clipped at the ends: ``(T, S)`` or ``(N, T, S)``.
+
+    The window starts from ``prior`` pushed through ``A`` to its first step.
+    """
     if before < 0 or after < 0:
         raise ValueError(f"before and after count observations, so they must be >= 0, got {before} and {after}")
     A, B, prior = check_hmm(A, B, prior)
@@ -132,10 +107,7 @@ def hmm_window(A: ArrayLike, B: ArrayLike, prior: ArrayLike, observations: Array
 
 def sample_hmm(A: ArrayLike, B: ArrayLike, prior: ArrayLike, steps: int, n: int = 1, *,
                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``n`` runs of ``steps`` steps: hidden states and observations, each ``(n, steps)`` int64.
-
-    ``X_0 ~ prior`` is not returned; ``X_t ~ A[X_{t-1}]`` and ``E_t ~ B[X_t]`` for t = 1..steps.
-    """
+    """``n`` runs of ``steps`` steps: hidden states and observations, each ``(n, steps)`` int64 (``X_0`` not returned)."""
     A, B, prior = check_hmm(A, B, prior)
     if steps < 1 or n < 1:
         raise ValueError(f"steps and n must be at least 1, got steps={steps}, n={n}")

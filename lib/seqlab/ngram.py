@@ -1,62 +1,7 @@
-"""An n-gram language model, from scratch, for characters or word tokens (notebook 1).
+"""An n-gram language model, from scratch, for characters or word tokens (notebook 1): :class:`NGramLM`.
 
-The chain rule writes the probability of a sequence exactly as a product of next-symbol
-probabilities; an n-gram model makes it tractable by keeping only the last ``n - 1`` symbols
-(the Markov assumption):
-
-    p(x_1 .. x_T) = prod_t p(x_t | x_1 .. x_{t-1})  ~=  prod_t p(x_t | x_{t-n+1} .. x_{t-1})
-
-Counting gives the maximum-likelihood estimate p(w | h) = c(h w) / c(h .), which is zero for
-every n-gram the training text never showed, so one unseen n-gram makes the perplexity of a
-whole text infinite. Smoothing moves some probability mass to the unseen events. Three
-choices, ``smoothing=``:
-
-``"kneser-ney"`` (default) — interpolated Kneser-Ney (Chen & Goodman, 1998). With discount
-``0 < D_m <= 1`` at order ``m``, and ``h'`` the context ``h`` without its first symbol::
-
-    p_m(w | h) = max(c_m(h w) - D_m, 0) / c_m(h .)  +  D_m * N_m(h .) / c_m(h .) * p_{m-1}(w | h')
-    p_0(w)     = 1 / V                                  (uniform: every symbol keeps some mass)
-
-  ``c_m(h .) = sum_w c_m(h w)``; ``N_m(h .)`` is the number of distinct ``w`` with ``c_m(h w) > 0``.
-  At the highest order ``c_n`` is the raw count. At lower orders ``c_m(h w)`` is the
-  *continuation count* ``N(. h w)``: the number of distinct symbols seen before ``h w``. (The
-  model is *interpolated*, not backed off: the lower order is always mixed in, with the weight
-  ``D_m N_m(h .) / c_m(h .)``, which is large when the context is rare or followed by many
-  different symbols. What the lower order counts is how many contexts a symbol follows, not how
-  often it occurs: "Francisco" is frequent but follows only "San".) A context never seen at
-  order ``m`` (``c_m(h .) = 0``) passes ``p_{m-1}``
-  through unchanged. The discount defaults to Ney's estimate ``D_m = n1 / (n1 + 2 n2)``, where
-  ``n1`` and ``n2`` are how many order-``m`` n-grams have count exactly 1 and 2.
-
-``"add-k"`` — ``p(w | h) = (c(h w) + k) / (c(h .) + k V)`` at order ``n`` only (``k = 1`` is
-  Laplace smoothing). Simple, but it gives as much mass to each unseen symbol after "th" as to
-  "e", so it is much worse than Kneser-Ney at high ``n``.
-
-``"none"`` — the maximum-likelihood estimate; scoring a text that contains an n-gram unseen in
-  training raises a ``ValueError`` that names it (perplexity would be infinite).
-
-Perplexity is the exponential of the mean negative log-likelihood per symbol::
-
-    PPL = exp( -(1/T) * sum_t log p(x_t | x_{t-n+1} .. x_{t-1}) )
-
-A uniform model over V symbols has PPL = V: perplexity is the number of equally likely choices
-the model is, on average, as unsure as.
-
-The first ``n - 1`` symbols of a scored text have a shorter history; each is predicted from
-the history it has (Kneser-Ney stops its recursion at that order; add-k and none use the raw
-counts of that order). Pass ``context=`` to :meth:`NGramLM.log_probs` to give them the text
-that came before instead.
-
-Implementation: symbols become ids ``0 .. V-1`` and an m-gram becomes one integer in base V
-(``code = ((x_1 V + x_2) V + ...) + x_m``), so counting is ``np.unique`` over an int64 array and
-looking up is ``np.searchsorted`` — 4.5 M characters fit in about a second.
-
-Usage::
-
-    lm = NGramLM(5).fit(train_text)          # a character 5-gram model, Kneser-Ney smoothed
-    lm.perplexity(validation_text)           # about 4.8 on the course's Shakespeare split
-    lm.next_distribution("to be or no")      # (V,) probabilities of the next character
-    lm.sample(200, seed=0)                   # 200 generated characters
+Symbols become ids ``0 .. V-1`` and an m-gram one int64 code in base V, so counting is ``np.unique``
+and looking up is ``np.searchsorted``.
 """
 
 from __future__ import annotations
@@ -107,15 +52,28 @@ def _table(grams: np.ndarray, counts: np.ndarray, vocab_size: int, discount: flo
 class NGramLM:
     """A smoothed n-gram language model over characters (fit on a ``str``) or tokens (a list of str).
 
-    Parameters
-    ----------
-    n : order: the model conditions on the previous ``n - 1`` symbols (1 = unigram).
-    smoothing : ``"kneser-ney"`` (interpolated, default), ``"add-k"`` or ``"none"`` (see the module doc).
-    k : the pseudo-count of add-k smoothing.
-    discount : Kneser-Ney discount in (0, 1], the same at every order; ``None`` estimates one per order.
-    vocab : the symbols the model can predict, a list or a :class:`seqlab.data.Vocab` (default: the
-        distinct symbols of the training data, sorted). Give a larger one to leave room for symbols
-        that training never shows.
+    ``n``: the model conditions on the previous ``n - 1`` symbols (1 = unigram). ``smoothing``:
+
+    - ``"kneser-ney"`` (default): interpolated Kneser-Ney, not backed off: the lower order is always
+      mixed in, with weight ``D_m N_m(h .) / c_m(h .)``; ``h'`` is ``h`` without its first symbol::
+
+          p_m(w | h) = max(c_m(h w) - D_m, 0) / c_m(h .)  +  D_m N_m(h .) / c_m(h .) * p_{m-1}(w | h')
+          p_0(w) = 1 / V
+
+      ``c_m(h .) = sum_w c_m(h w)``; ``N_m(h .)`` is the number of distinct followers of ``h``. ``c_n`` is
+      the raw count; below order n, ``c_m(h w)`` is the continuation count, the number of distinct
+      symbols seen before ``h w``. A context unseen at order m passes ``p_{m-1}`` through.
+      ``discount=None`` estimates ``D_m = n1 / (n1 + 2 n2)`` per order (``n1``, ``n2``: m-grams seen
+      once, twice), kept in [0.05, 1]; a number fixes it.
+    - ``"add-k"``: ``(c(h w) + k) / (c(h .) + k V)`` at order n, ``k`` the pseudo-count (1: Laplace).
+    - ``"none"``: the maximum-likelihood estimate; scoring an unseen n-gram raises a ValueError naming it.
+
+    The first ``n - 1`` symbols of a scored text use the shorter history they have, unless ``context=``
+    supplies what came before. ``vocab`` (a list or a :class:`seqlab.data.Vocab`; default: the training
+    data's distinct symbols) can hold symbols training never shows.
+
+    Usage: ``lm = NGramLM(5).fit(train_text)``, then ``lm.perplexity(text)``,
+    ``lm.next_distribution("to be or no")``, ``lm.sample(200, seed=0)``.
     """
 
     def __init__(self, n: int, smoothing: str = "kneser-ney", *, k: float = 1.0,
@@ -278,10 +236,7 @@ class NGramLM:
         return np.lib.stride_tricks.sliding_window_view(full, self.n)
 
     def log_probs(self, text: str | Sequence[str], context: str | Sequence[str] = "") -> np.ndarray:
-        """Natural-log probability of each symbol of ``text`` given its previous n - 1 symbols, shape (T,).
-
-        ``context`` is text that came before ``text``: it supplies history but is not scored.
-        """
+        """Natural-log probability of each symbol of ``text`` given its history, shape (T,); ``context`` gives history, unscored."""
         self._check_fitted()
         ids = self._encode(text, "the text")
         if len(ids) == 0:
@@ -314,10 +269,7 @@ class NGramLM:
         return self._probs(windows)
 
     def next_distribution(self, context: str | Sequence[str] = "") -> np.ndarray:
-        """p(w | the last n - 1 symbols of ``context``) for every w in ``self.vocab``, shape (V,).
-
-        It sums to 1 (to 0 under smoothing='none' when the context never occurred in training).
-        """
+        """p(w | the last n - 1 symbols of ``context``) for every w in ``self.vocab``, shape (V,)."""
         self._check_fitted()
         ctx = self._encode(context, "the context") if len(context) else np.zeros(0, dtype=np.int64)
         return self._next_probs(ctx.tolist())
@@ -335,10 +287,7 @@ class NGramLM:
         return int(_lookup(t.grams, t.counts, np.array([code], dtype=np.int64))[0])
 
     def seen_fraction(self, text: str | Sequence[str]) -> float:
-        """The fraction of the n-grams of ``text`` (all windows of n symbols) that occur in training.
-
-        Each n-gram outside it has probability 0 under maximum likelihood.
-        """
+        """The fraction of the n-grams of ``text`` that occur in training."""
         self._check_fitted()
         ids = self._encode(text, "the text")
         if len(ids) < self.n:
@@ -357,11 +306,7 @@ class NGramLM:
 
     # -- generation -----------------------------------------------------------------------------
     def sample(self, length: int, seed: int = 0, prompt: str | Sequence[str] = "") -> str | list[str]:
-        """Generate ``length`` symbols after ``prompt``, drawing each from :meth:`next_distribution`.
-
-        The same seed gives the same sample. Returns the generated symbols only (a string for a
-        character model, a list of tokens otherwise).
-        """
+        """``length`` symbols drawn after ``prompt`` from :meth:`next_distribution` (a string or a token list); seeded."""
         self._check_fitted()
         if length < 0:
             raise ValueError(f"length must be >= 0, got {length}")

@@ -1,11 +1,4 @@
-"""What the first code cell of every notebook calls: one seed, one figure style, one device; and how a
-notebook shows a figure with its alt text.
-
-    from seqlab.notebook import setup, show
-    device = setup(seed=0)
-    ...
-    show(fig, f"Loss against step: falls from {losses[0]:.1f} to {losses[-1]:.2f} nats in {len(losses)} steps.")
-"""
+"""What the first code cell of every notebook calls (one seed, figure style, device), and :func:`show` for figures."""
 
 from __future__ import annotations
 
@@ -41,11 +34,9 @@ def setup(seed: int = 0, *, threads: int | None = None) -> torch.device:
 
 
 def show(fig, alt: str) -> None:
-    """Display ``fig`` with ``alt`` as its alternative text, then close it (so it is not shown twice).
+    """Display ``fig`` with ``alt`` as its alternative text (``{"image/png": {"alt": alt}}`` metadata), then close it.
 
-    ``alt`` says what the figure shows and what to see in it, written from the numbers the cell computed
-    (an f-string), never pasted. JupyterLab, nbconvert and the HTML edition (``make site``) put it on the
-    image for screen readers; it is stored in the output's metadata, ``{"image/png": {"alt": alt}}``.
+    ``alt`` says what the figure shows and what to see in it, built from the cell's numbers.
     """
     import matplotlib.pyplot as plt
     from IPython.display import display

@@ -1,13 +1,7 @@
-"""The course's own trained models, for notebooks to load: character LMs and digit reversers.
+"""The course's trained models, for notebooks to load: character LMs, digit reversers, MiniLM.
 
-A notebook has about a minute to run on a laptop CPU; some ideas show best after more training
-than that. Those notebooks load a checkpoint (safetensors weights and a JSON record: configuration,
-training steps and time, machine, and the validation loss reached) from :func:`checkpoint_dir`
-(:mod:`seqlab.checkpoints` says where that is). ``tests/test_checkpoints*.py`` re-measure each
-recorded figure.
-
-Each character model's recipe is in :mod:`seqlab.recipes`; the pretrained MiniLM encoder is in
-:mod:`seqlab.minilm`. Their public names are importable from here too, the path the notebooks use.
+A checkpoint is safetensors weights plus a JSON record, in :func:`checkpoint_dir`. The public names of
+:mod:`seqlab.recipes` and :mod:`seqlab.minilm` are importable from here too, as the notebooks do.
 """
 
 from __future__ import annotations
@@ -28,8 +22,8 @@ __all__ = ["BATCH_SIZE", "CHECKPOINTS", "MINILM_PACKAGE", "SEQ_LEN", "VAL_BATCHE
            "build_model", "build_reverser", "checkpoint_dir", "load_minilm", "load_pretrained",
            "gpt_head_qkv", "load_reverser", "minilm_path", "validation_batches", "validation_loss"]
 
-# 100 x 32 x 64 = 204,800 validation characters (40% of them), windows drawn from all of the
-# validation text with a fixed seed, so always the same ones
+# 100 x 32 x 64 validation characters, windows drawn from all of the validation text with a
+# fixed seed, so always the same ones
 VAL_BATCHES, VAL_SEED = 100, 1234
 
 
@@ -69,13 +63,11 @@ def build_reverser(model: str, config: dict) -> torch.nn.Module:
 
 def load_reverser(name: str, *, into: torch.nn.Module | None = None,
                   recipe: dict | None = None) -> tuple[torch.nn.Module, dict]:
-    """A trained digit reverser (``reverser-gru``, ``reverser-gru-dot``, ...; in eval mode, float32) and its
-    JSON record: model, config, data, the training recipe, the test accuracy by length.
+    """A trained digit reverser (``reverser-gru``, ...; eval mode, float32) and its JSON record.
 
-    ``into``: a model built in a notebook; the weights are loaded into it (and it is returned) after
-    checking that it is the checkpoint's model (the same config). ``recipe``: what the notebook says
-    the training was, e.g. ``{"steps": 800, "lr": 5e-3, "train": {...}}``; each key is checked against
-    the record's ``training`` (or ``data``) entry. A mismatch is a ValueError that names it.
+    ``into``: a model built in a notebook, checked to have the checkpoint's config, loaded and returned.
+    ``recipe``: what the notebook says the training was (e.g. ``{"steps": 800}``), checked key by key
+    against the record's ``training`` (or ``data``) entry. A mismatch is a ValueError naming it.
     """
     folder = checkpoint_dir()
     path = folder / f"{name}.json"
@@ -100,9 +92,7 @@ def load_reverser(name: str, *, into: torch.nn.Module | None = None,
 
 
 def gpt_head_qkv(text: str, *, layer: int = 0, head: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[str]]:
-    """The course's trained ``charlm-gpt`` on ``text``: one head's queries, keys and values at ``layer``, each
-    ``(n, d_k)`` in float64 (what that head's attention reads), and the characters. Notebook 17 watches the
-    student's ``band_scores`` on them."""
+    """``charlm-gpt`` on ``text``: one head's queries, keys and values ``(n, d_k)``, float64, and the characters."""
     import torch.nn.functional as F
 
     gpt, _ = load_pretrained("charlm-gpt")

@@ -1,11 +1,6 @@
 """The character-model checkpoints of ``data/checkpoints``: what each one is and how it is trained.
 
-``scripts/make_checkpoints.py`` trains them from :data:`CHECKPOINTS`; ``scripts/bench_lm.py``
-re-runs the GPT's recipe; :func:`seqlab.pretrained.load_pretrained` loads the result.
-
-The course's reference set-up for character models on Shakespeare: embedding 64, one layer of
-256 units, sequence length 64, batch 32, Adam (learning rate 3e-3), gradient clipping at 1.0,
-the first 90% of the text for training and the last 10% for validation.
+``scripts/make_checkpoints.py`` trains them from :data:`CHECKPOINTS`; :func:`seqlab.pretrained.load_pretrained` loads them.
 """
 
 from __future__ import annotations
@@ -19,13 +14,10 @@ from seqlab.train import LRSchedule, warmup_cosine
 
 SEQ_LEN, BATCH_SIZE = 64, 32
 
-# name -> the model and the number of training steps the script uses by default. A step
-# budget (not a time budget) makes a checkpoint independent of how busy the machine was; the
-# JSON record says how long the steps took. The recurrent ones name their cell and use the
-# reference set-up above; the GPT names its GPTConfig (vocab_size comes from the data) and its
-# own training set-up (AdamW, a warm-up, then a cosine decay to the end of the budget), the recipe
-# scripts/bench_lm.py compares with nanoGPT's on the same CPU-seconds. Its 28,618 steps of 16 x 64
-# characters read the same 29.3M characters as the recurrent ones' 14,309 steps of 32 x 64.
+# name -> the model and its default training steps (a step budget, so that a checkpoint does not
+# depend on how busy the machine was). The recurrent ones name their cell (CharLMConfig's sizes,
+# scripts/make_checkpoints.py's Adam set-up); the GPT names its GPTConfig (vocab_size from the data)
+# and its own training set-up: twice the steps of half the batch, as many characters read.
 CHECKPOINTS: dict[str, dict] = {
     "charlm-rnn": {"cell": "rnn", "steps": 14_309},
     "charlm-lstm": {"cell": "lstm", "steps": 14_309},
@@ -54,12 +46,7 @@ def build_model(name: str, **overrides) -> CharLM | GPT:
 
 
 def gpt_optimizer(model: GPT, setup: dict) -> tuple[torch.optim.Optimizer, LRSchedule]:
-    """The optimizer and learning-rate schedule of a GPT checkpoint's ``training`` set-up.
-
-    AdamW with ``lr``, ``betas`` and ``weight_decay`` (on the matrices only, as GPT-2 and nanoGPT),
-    a linear warm-up over ``warmup_steps`` steps, then a cosine decay to ``floor`` x ``lr`` at the end
-    of the budget (:func:`seqlab.train.warmup_cosine`).
-    """
+    """AdamW (weight decay on matrices only) and :func:`seqlab.train.warmup_cosine` for a GPT's ``training`` set-up."""
     params = list({id(p): p for p in model.parameters()}.values())               # a tied matrix once
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": setup["weight_decay"]},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]

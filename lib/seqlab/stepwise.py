@@ -1,12 +1,7 @@
-"""Generation through a GPT's own layers, one token at a time, with the attention step given as a function.
+"""Generation through a GPT's own layers, one token at a time, with the attention step given as a function (notebook 15).
 
-Notebook 15 asks the student for ``cached_attention_step(q, k_new, v_new, K_cache, V_cache) -> (output, K, V)``
-and then runs it here, inside ``charlm-gpt``: every layer's attention for the new token is the student's step,
-the caches it returns are the ones the next token reads. :func:`generate_with_step` with ``step=None`` is the
-uncached twin: every new token re-reads the whole text, with full causal attention over all its positions.
-Both run the same per-layer code (pre-norm block: ``x + W_O·attention(LN1(x))``, then ``x + FFN(LN2(x))``),
-so that what differs between them is only the attention step. Positions must be added to the embeddings
-(learned or sinusoidal); ``tests/test_stepwise.py`` checks both against :meth:`seqlab.models.gpt.GPT.generate`.
+``step(q, k_new, v_new, K_cache, V_cache) -> (output, K, V)`` computes each layer's attention and returns
+the caches; ``step=None`` is the uncached twin. Positions must be added to the embeddings.
 """
 
 from __future__ import annotations
@@ -31,8 +26,7 @@ def full_causal_step(q: Tensor, k: Tensor, v: Tensor, K_cache: Tensor, V_cache: 
 
 
 def _layers(model, x: Tensor, caches: list[tuple[Tensor, Tensor]], step: Step) -> Tensor:
-    """``x`` (B, n, d_model) through every block, the attention by ``step``; ``caches[l]`` is replaced by
-    the (K, V) that layer ``l``'s step returns."""
+    """``x`` (B, n, d_model) through every block, attention by ``step``; ``caches[l]`` becomes layer ``l``'s (K, V)."""
     B, n, d = x.shape
     for layer, block in enumerate(model.blocks):
         attention = block.self_attn
@@ -52,11 +46,9 @@ def _layers(model, x: Tensor, caches: list[tuple[Tensor, Tensor]], step: Step) -
 @torch.no_grad()
 def generate_with_step(model, prompt: Tensor, n: int, step: Step | None = None, *, temperature: float = 1.0,
                        generator: torch.Generator | None = None) -> Tensor:
-    """Continue ``prompt`` (ids ``(T,)``) by ``n`` ids, within the model's context (``T + n <= max_len``).
+    """Continue ``prompt`` (ids ``(T,)``) by ``n`` ids, ``T + n <= max_len``, sampling as :meth:`GPT.generate` does.
 
-    ``step`` given: the KV cache, every token fed alone (the prompt too), each layer's attention computed by
-    ``step(q, k_new, v_new, K_cache, V_cache)``. ``step=None``: no cache, the whole text re-read at every token.
-    Sampling as :meth:`GPT.generate` (the same generator, the same draws).
+    With ``step``: a KV cache, every token fed alone, each layer's attention by ``step``. ``None``: no cache.
     """
     c = model.config
     if not c.norm_first or "rotate" in model.positional.hooks() or "score_bias" in model.positional.hooks():

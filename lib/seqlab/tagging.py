@@ -1,18 +1,8 @@
-"""Training and scoring helpers for sequence tagging and sequence classification (notebook 6).
+"""Training and scoring helpers for sequence tagging and classification (notebook 6).
 
-Batches are ``(ids, targets, lengths)`` as :class:`seqlab.data.batching.PaddedBatches` makes
-them; targets equal to ``IGNORE_INDEX`` (padding, positions without a decision) are left out of
-the loss and of every score. The losses have the ``loss_fn(model, batch)`` signature that
-:func:`seqlab.train.train` and :func:`seqlab.train.evaluate` expect.
-
-Scores for a binary tag (1 = the event of interest, e.g. "a space follows"):
-
-    accuracy  = correct / counted           precision = TP / (TP + FP)
-    recall    = TP / (TP + FN)              F1        = 2 TP / (2 TP + FP + FN)
-
-With unbalanced classes accuracy flatters: always answering 0 scores the share of zeros, while
-its F1 is 0. :class:`CountTagger` is a baseline that needs no training: for each window of
-characters around a position it predicts the tag most often seen with that window.
+Batches are ``(ids, targets, lengths)`` from :class:`seqlab.data.batching.PaddedBatches`; targets equal
+to ``IGNORE_INDEX`` count in no loss and no score. Losses take ``loss_fn(model, batch)``, as
+:func:`seqlab.train.train` expects.
 """
 
 from __future__ import annotations
@@ -39,8 +29,7 @@ def _unpack(name: str, batch: Batch) -> Batch:
 
 
 def tagging_loss(model: torch.nn.Module, batch: Batch) -> Tensor:
-    """Mean cross-entropy over the counted positions of a tagging batch; ``model(ids, lengths)``
-    must return logits ``(B, T, C)``."""
+    """Mean cross-entropy over the counted positions; ``model(ids, lengths)`` returns logits ``(B, T, C)``."""
     ids, tags, lengths = _unpack("tagging_loss", batch)
     logits = model(ids, lengths)
     if logits.dim() != 3 or logits.shape[:2] != tags.shape:
@@ -95,8 +84,7 @@ def scores(predicted: Tensor, target: Tensor) -> TagScores:
 
 @torch.no_grad()
 def predict(model: torch.nn.Module, batches: Iterable[Batch]) -> tuple[Tensor, Tensor]:
-    """Arg-max predictions and targets of every batch, flattened and concatenated (eval mode).
-    Works for taggers (logits (B, T, C)) and classifiers (logits (B, C))."""
+    """Arg-max predictions and targets of every batch, flattened (eval mode); logits ``(B, T, C)`` or ``(B, C)``."""
     preds, targets = [], []
     with evaluating(model):
         for batch in batches:
@@ -123,12 +111,10 @@ def tag_line(model: torch.nn.Module, ids: Tensor) -> Tensor:
 
 
 class CountTagger:
-    """Predict each position's tag from a window of characters around it, by counting.
+    """A baseline without training: each position's most frequent tag for its window of characters, by counting.
 
-    The window holds ``left`` characters before the position, the character itself, and
-    ``right`` characters after it (beyond the ends of a line: a boundary symbol). ``fit`` counts
-    how often each tag goes with each window in the training lines; ``predict`` takes the most
-    frequent tag of the window, or the most frequent tag overall for a window never seen.
+    The window is ``left`` characters, the character, ``right`` characters (a boundary symbol beyond a line's
+    ends); an unseen window gets the most frequent tag overall.
     """
 
     def __init__(self, left: int = 1, right: int = 0):
@@ -146,11 +132,7 @@ class CountTagger:
         return 0 if self.keys is None else len(self.keys)
 
     def _codes(self, lines: Sequence[Tensor]) -> Tensor:
-        """One int64 code per position of every line (concatenated) for its window.
-
-        The lines are laid end to end with gaps of 0 between them (ids are shifted by 1, so 0
-        means "beyond the line"), and every window of the stream is coded in base ``self.base``.
-        """
+        """One int64 code per position of every line (concatenated), its window in base ``self.base`` (0 = beyond the line)."""
         ids = torch.cat(list(lines))                                           # (N,)
         if len(ids) and (int(ids.max()) + 2 > self.base or int(ids.min()) < 0):
             raise ValueError(f"ids must lie in 0..{self.base - 2} (the ids seen in fit), got "
@@ -207,9 +189,10 @@ class CountTagger:
 
 
 def marked_spaces(chars: str, predicted: Sequence[int], truth: Sequence[int]) -> tuple[str, str]:
-    """A line with the spaces a tagger put back, and under it a line with ``^`` under each wrong space or under
-    the letter before a missing one (notebook 6). ``predicted`` and ``truth`` tag each character: 1 = a space
-    follows; the last character's tag is not read."""
+    """The line with the tagger's spaces, and a line with ``^`` under each wrong space and each letter missing one.
+
+    ``predicted``, ``truth``: one tag per character, 1 = a space follows (the last one is not read).
+    """
     text, marks = "", ""
     for i, ch in enumerate(chars):
         text, marks = text + ch, marks + " "

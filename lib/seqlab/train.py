@@ -1,16 +1,6 @@
-"""The training loop the notebooks share: short enough to read in one sitting.
+"""The training loop the notebooks share: batch -> loss -> backward -> clip -> step, within a step or time budget.
 
-One step is: batch -> ``loss_fn(model, batch)`` -> backward -> clip the gradient norm -> optimizer
-step. The loop stops after ``max_steps`` or after ``time_budget_s`` seconds, whichever comes
-first, and returns a :class:`History` to plot. A step budget gives the same result on every
-run; a time budget gives "what N seconds of training buys on this machine", which varies.
-
-Devices: the loop never moves data behind your back unless you pass ``device=``; then it moves
-the model and every batch there. Without it, a batch on another device than the model is an
-error that says which is where.
-
-Checkpoints are safetensors files (weights only, safe to load) with a JSON metadata block.
-:func:`evaluating` (eval mode for a block) lives in :mod:`seqlab.modes`, below the models that use it.
+Checkpoints are safetensors files (weights only) with a JSON metadata block.
 """
 
 from __future__ import annotations
@@ -49,12 +39,7 @@ def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
 
 
 def lm_loss_by_position(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """Mean next-token cross-entropy (nats) at each position of the windows, over all ``batches``: shape (T,).
-
-    Position t predicts the token after t + 1 characters of context, so the curve shows how much a
-    model gains from longer context within a window (a model that reads only the last few characters
-    is flat after them).
-    """
+    """Mean next-token cross-entropy (nats) at each position of the windows, over all ``batches``: shape (T,)."""
     total, count = None, 0
     with evaluating(model), torch.no_grad():
         for x, y in batches:
@@ -178,11 +163,9 @@ LRSchedule = Callable[[int, float], float]   # (step, share of the budget spent)
 
 
 def warmup_cosine(warmup_steps: int = 0, floor: float = 0.0) -> LRSchedule:
-    r"""A linear warm-up over ``warmup_steps`` steps, then a cosine decay to ``floor`` at the end of the budget.
+    r"""Linear warm-up over ``warmup_steps``, then cosine decay to ``floor``: a factor of the learning rate.
 
-    factor = (step + 1) / warmup_steps during the warm-up, then
-    :math:`\text{floor} + (1 - \text{floor}) \cdot \tfrac12 (1 + \cos \pi p)` with ``p`` the share of the
-    budget spent (0 -> 1): the full rate at first, ``floor`` times it at the end.
+    After warm-up, :math:`\text{floor} + (1 - \text{floor}) \tfrac12 (1 + \cos \pi p)`, ``p`` the share of the budget spent.
     """
     if warmup_steps < 0 or not 0.0 <= floor <= 1.0:
         raise ValueError(f"warmup_steps must be >= 0 and floor in [0, 1], got {warmup_steps} and {floor}")
@@ -196,7 +179,7 @@ def warmup_cosine(warmup_steps: int = 0, floor: float = 0.0) -> LRSchedule:
 
 
 def set_lr_factor(optimizer: torch.optim.Optimizer, factor: float) -> None:
-    """Set every parameter group's learning rate to ``factor`` times its initial one (remembered on first use)."""
+    """Set every parameter group's learning rate to ``factor`` times its initial one."""
     for group in optimizer.param_groups:
         group["lr"] = group.setdefault("initial_lr", group["lr"]) * factor
 
@@ -209,22 +192,14 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
           eval_max_batches: int | None = 50, device: str | torch.device | None = None,
           seed: int | None = None, progress: bool = True, description: str = "training",
           lr_schedule: LRSchedule | None = None, clock: Callable[[], float] = time.perf_counter) -> History:
-    """Train ``model`` for at most ``max_steps`` steps or ``time_budget_s`` seconds.
+    """Train ``model`` for at most ``max_steps`` steps or ``time_budget_s`` seconds; returns a :class:`History`.
 
-    ``max_steps=None`` trains until the time budget is spent (which then must be given).
-    ``batches`` is iterated once per step and restarted when exhausted (so an epoch-based
-    iterable such as :class:`seqlab.data.LMBatches` works for any number of steps).
-    ``optimizer`` defaults to Adam with learning rate ``lr``. ``clip_norm`` clips the global
-    gradient norm (None: no clipping). With ``eval_batches`` and ``eval_every``, the loop
-    evaluates every ``eval_every`` steps and at the end. ``seed`` seeds torch's generator for
-    what happens during training (dropout); seed model creation and data order yourself.
-    ``lr_schedule(step, progress)`` (e.g. :func:`warmup_cosine`) multiplies every parameter group's
-    initial learning rate before each step; ``progress`` is the share of the budget spent so far
-    (steps, or seconds of ``time_budget_s``, whichever is further along), so a schedule can decay
-    to the end of a time budget as well as of a step budget.
-    ``clock`` measures the seconds (wall-clock by default; ``time.process_time`` with one thread
-    gives CPU-seconds, which other programs on the machine do not inflate). ``History.eval_seconds``
-    records the training time before each evaluation, the evaluations themselves excluded.
+    ``max_steps=None`` needs ``time_budget_s``. ``batches`` restarts when exhausted. ``optimizer`` defaults
+    to Adam at ``lr``; ``clip_norm`` clips the global gradient norm (None: no clipping). ``eval_batches`` are
+    evaluated every ``eval_every`` steps and at the end. ``seed`` seeds torch during training (dropout), not
+    model creation or data order. ``lr_schedule(step, progress)`` multiplies the initial rates, ``progress``
+    being the share of the budget spent. ``clock`` measures the seconds (wall clock by default). With
+    ``device=`` the model and each batch move there; without it, a batch on another device is an error.
     """
     from tqdm.auto import tqdm
 
@@ -303,11 +278,7 @@ def train(model: torch.nn.Module, batches: Iterable[Batch], loss_fn: LossFn = lm
 
 # -- checkpoints ---------------------------------------------------------------------------------
 def save_checkpoint(path: str | Path, model: torch.nn.Module, metadata: dict[str, Any] | None = None) -> Path:
-    """Write the model's weights and a JSON-serialisable ``metadata`` dict to a safetensors file.
-
-    The file is written to a temporary name first and then renamed, so an interrupted save
-    never leaves a half-written checkpoint.
-    """
+    """Write the model's weights and a JSON-serialisable ``metadata`` dict to a safetensors file, atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {name: t.detach().to("cpu").contiguous().clone() for name, t in model.state_dict().items()}
@@ -324,8 +295,10 @@ def read_checkpoint_metadata(path: str | Path) -> dict[str, Any]:
 
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module) -> dict[str, Any]:
-    """Load weights saved by :func:`save_checkpoint` into ``model`` (strictly: a key missing, left over or
-    of another shape raises :class:`seqlab.checks.StateDictMismatch`) and return the metadata."""
+    """Load weights saved by :func:`save_checkpoint` into ``model`` strictly and return the metadata.
+
+    Raises :class:`seqlab.checks.StateDictMismatch` on a missing, extra or reshaped key.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}; the script scripts/make_checkpoints.py makes the "

@@ -1,16 +1,4 @@
-r"""The student's pieces inside the trained ``charlm-gpt``: build, then watch (notebooks 10, 12 and 14).
-
-A pre-norm GPT block, written in the lectures' symbols, is
-
-    x <- x + MultiHead(LN_1(x));   x <- x + FFN(LN_2(x)),   FFN(x) = act(x W_1 + b_1) W_2 + b_2,
-
-and the model is embeddings, N blocks, a final LN and the tied read-out. :func:`gpt_logits` runs a trained
-:class:`~seqlab.models.gpt.GPT` with any of those pieces replaced by plain functions on tensors (a student's
-``multi_head_attention``, ``layer_norm`` or ``transformer_block``), each given the checkpoint's own weights as a
-dict (:func:`attention_params`, :func:`block_params`). With right pieces the loss is the model's own to float
-rounding; a mistake shows as a worse loss. The function signatures are the exercises' of
-:mod:`seqlab.exercises.nb10_multihead` and :mod:`seqlab.exercises.nb12_transformer`.
-"""
+"""The student's pieces inside the trained ``charlm-gpt``: build, then watch (notebooks 10, 12 and 14)."""
 
 from __future__ import annotations
 
@@ -36,8 +24,7 @@ def causal_mask(n: int) -> Tensor:
 
 
 def attention_params(block: torch.nn.Module) -> dict[str, Tensor]:
-    """A block's attention weights in the lectures' orientation (``X @ W_Q``): W_Q, b_Q, W_K, b_K, W_V, b_V,
-    W_O, b_O, each (d_model, d_model) or (d_model,). Detached views of the module's parameters."""
+    """A block's attention weights as ``X @ W_Q`` reads them (detached): W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O."""
     attn = block.self_attn
     W_q, W_k, W_v = attn.projection_weights()                       # torch's (out, in) orientation
     b_q, b_k, b_v = attn.in_proj_bias.chunk(3)
@@ -47,8 +34,7 @@ def attention_params(block: torch.nn.Module) -> dict[str, Tensor]:
 
 
 def block_params(block: torch.nn.Module) -> dict[str, Tensor]:
-    """Everything a pre-norm block reads: :func:`attention_params`, the two LayerNorms' gamma_1, beta_1,
-    gamma_2, beta_2, and the FFN's W_1 (d_model, d_ff), b_1, W_2 (d_ff, d_model), b_2."""
+    """:func:`attention_params` plus gamma_1, beta_1, gamma_2, beta_2 and the FFN's W_1 (d_model, d_ff), b_1, W_2, b_2."""
     return {**attention_params(block),
             "gamma_1": block.norm1.weight.detach(), "beta_1": block.norm1.bias.detach(),
             "gamma_2": block.norm2.weight.detach(), "beta_2": block.norm2.bias.detach(),
@@ -66,12 +52,10 @@ def _check_gpt(gpt: GPT) -> None:
 @torch.no_grad()
 def gpt_logits(gpt: GPT, ids: Tensor, *, attention: Attention | None = None, norm: Norm | None = None,
                block: Block | None = None) -> Tensor:
-    """Next-token logits ``(B, T, V)`` of ``gpt`` on ``ids`` ``(B, T)``, with pieces replaced.
+    """Next-token logits ``(B, T, V)`` of ``gpt`` on ``ids`` ``(B, T)``, with pieces replaced (None: the library's).
 
-    ``attention(X, p, h, mask)``: each block's attention sublayer (the rest of the block is the library's,
-    unless ``block`` is given). ``norm(x, gamma, beta)``: every LayerNorm, the final one included.
-    ``block(x, p, h, mask, attention, norm, activation)``: each whole block, handed ``attention`` and ``norm``
-    (the library's where None). None of them: the library's forward, written out.
+    ``attention(X, p, h, mask)`` replaces each attention sublayer, ``norm(x, gamma, beta)`` every LayerNorm (the
+    final one too), ``block(x, p, h, mask, attention, norm, activation)`` each whole block.
     """
     _check_gpt(gpt)
     c = gpt.config
@@ -101,8 +85,7 @@ def gpt_logits(gpt: GPT, ids: Tensor, *, attention: Attention | None = None, nor
 
 
 def watched_loss(gpt: GPT, batches: Sequence[tuple[Tensor, Tensor]], **pieces: Callable[..., Tensor]) -> float:
-    """Mean cross-entropy (nats per character) of :func:`gpt_logits` with ``pieces`` over ``batches``
-    of (ids, targets); a piece that returns NaN or the wrong shape gives NaN or raises as it would in a model."""
+    """Mean cross-entropy (nats per character) of :func:`gpt_logits` with ``pieces`` over ``(ids, targets)`` batches."""
     total, count = 0.0, 0
     for ids, targets in batches:
         logits = gpt_logits(gpt, ids, **pieces)
@@ -113,8 +96,7 @@ def watched_loss(gpt: GPT, batches: Sequence[tuple[Tensor, Tensor]], **pieces: C
 
 @torch.no_grad()
 def greedy_ids(gpt: GPT, prompt: Tensor, n: int, **pieces: Callable[..., Tensor]) -> Tensor:
-    """``prompt`` ``(T0,)`` ids followed by ``n`` more, each the likeliest next token under :func:`gpt_logits`
-    with ``pieces`` (no chance in it: a right piece writes the model's own text, a mistake changes it)."""
+    """``prompt`` ``(T0,)`` followed by ``n`` ids, each the argmax of :func:`gpt_logits` with ``pieces``."""
     ids = prompt.clone()
     for _ in range(n):
         window = ids[-gpt.config.max_len:][None]                                  # (1, T <= max_len)
