@@ -27,8 +27,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import course  # noqa: E402  (the reveal rule and the notebook JSON format that work/ copies use too)
+sys.path.insert(0, str(ROOT))   # testbed.py, at the root: it loads the package's rules without torch
+from testbed import package_module  # noqa: E402
+
+rules = package_module("notebook_rules")     # the reveal rule and the notebook JSON format that work/ copies use too
 
 SOLUTION = re.compile(r"<details>\s*<summary>\s*Solution\b.*?</details>", re.IGNORECASE | re.DOTALL)
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\w+)["']""")   # as seqlab.grading.submissions.CHECK_CALL
@@ -37,13 +39,13 @@ POSTED_LATER = "*The solution to this exercise will be posted after the deadline
 
 def student_notebook(nb: dict) -> tuple[dict, list[str]]:
     """The student version of a course notebook (a new dict) and the exercises it asks for, in order."""
-    nb = course.without_reveals(json.loads(json.dumps(nb)))
+    nb = rules.without_reveals(json.loads(json.dumps(nb)))
     cells, exercises = [], []
     for cell in nb["cells"][:-1]:                     # the last cell asserts the claims, answers in hand
-        if cell["cell_type"] == "markdown" and SOLUTION.search(course.cell_source(cell)):
-            cell["source"] = [SOLUTION.sub(POSTED_LATER, course.cell_source(cell))]
+        if cell["cell_type"] == "markdown" and SOLUTION.search(rules.cell_source(cell)):
+            cell["source"] = [SOLUTION.sub(POSTED_LATER, rules.cell_source(cell))]
         elif cell["cell_type"] == "code":
-            names = CHECK_CALL.findall(course.cell_source(cell))
+            names = CHECK_CALL.findall(rules.cell_source(cell))
             if names:
                 cell.setdefault("metadata", {})["seqlab"] = {"exercise": names[0]}
                 exercises.extend(n for n in names if n not in exercises)
@@ -65,13 +67,13 @@ def release(notebooks: list[Path], out: Path, solutions: Path | None = None) -> 
     for path in notebooks:
         course_nb = json.loads(path.read_text(encoding="utf-8"))
         student, exercises = student_notebook(course_nb)
-        text = course.notebook_text(student)
+        text = rules.notebook_text(student)
         (out / path.name).write_text(text, encoding="utf-8")
         manifest["notebooks"][path.name] = {"sha256": hashlib.sha256(text.encode()).hexdigest(),
                                             "exercises": {name: {"points": 1} for name in exercises}}
         if solutions is not None:
             solutions.mkdir(parents=True, exist_ok=True)
-            original = course.notebook_text(course_nb)
+            original = rules.notebook_text(course_nb)
             (solutions / path.name).write_text(original, encoding="utf-8")
             key["notebooks"][path.name] = {"sha256": hashlib.sha256(original.encode()).hexdigest()}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -15,6 +15,7 @@ import pytest
 import yaml  # a dependency of jupyter_events, so always present where JupyterLab is
 
 import course
+from seqlab import notebook_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +94,7 @@ def test_lab_settings_overrides_name_real_jupyterlab_settings():
     import sys
 
     schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
-    for plugin, settings in course.LAB_OVERRIDES.items():
+    for plugin, settings in notebook_rules.LAB_OVERRIDES.items():
         package, _, name = plugin.partition(":")
         schema = json.loads((schemas / package / f"{name}.json").read_text())
         for key, value in settings.items():
@@ -151,7 +152,7 @@ def test_work_copies_lose_the_outputs_of_reveal_cells_and_keep_every_other_outpu
         return {"cell_type": "code", "execution_count": 3, "id": text, "metadata": {"tags": tags}, "source": "x",
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
 
-    cells = [code([], "before"), code(["nbval-check-output", course.REVEAL_TAG], "the answer"), code([], "after")]
+    cells = [code([], "before"), code(["nbval-check-output", notebook_rules.REVEAL_TAG], "the answer"), code([], "after")]
     course_dir = _course(tmp_path, "02-rnn.ipynb")
     (course_dir / "02-rnn.ipynb").write_text(_nb("02", cells))
     work = tmp_path / "work"
@@ -171,10 +172,10 @@ def test_every_committed_work_copy_keeps_all_but_the_reveal_outputs(tmp_path):
         copied = json.loads((work / notebook.name).read_text())["cells"]
         assert len(copied) == len(original)
         for before, after in zip(original, copied):
-            if course.is_reveal(before):
+            if notebook_rules.is_reveal(before):
                 assert after["outputs"] == [], notebook.name
             elif after["source"] != before["source"]:       # a prediction's result, folded
-                assert after == before | {"source": course.RESULT_FOLD.format(text="".join(before["source"]).strip())}
+                assert after == before | {"source": notebook_rules.RESULT_FOLD.format(text="".join(before["source"]).strip())}
             else:
                 assert after == before, notebook.name
 
@@ -184,11 +185,11 @@ def test_the_prose_that_gives_a_predictions_result_is_folded_in_work_copies_and_
     folded, in every notebook where a measurement follows the check (9 of the 21 predictions)."""
     folded = {}
     for notebook in sorted(course.COURSE_NOTEBOOKS.glob("*.ipynb")):
-        nb = course.without_reveals(json.loads(notebook.read_text()))
+        nb = notebook_rules.without_reveals(json.loads(notebook.read_text()))
         texts = ["".join(c["source"]) for c in nb["cells"]]
         folded[notebook.name[:2]] = sum(t.startswith("<details>\n<summary>What the measurement shows") for t in texts)
     assert sum(folded.values()) == 9 and folded["04"] == 1 and folded["16"] == 1, folded
-    lstm = course.without_reveals(json.loads((course.COURSE_NOTEBOOKS / "04-lstm.ipynb").read_text()))
+    lstm = notebook_rules.without_reveals(json.loads((course.COURSE_NOTEBOOKS / "04-lstm.ipynb").read_text()))
     result = next("".join(c["source"]) for c in lstm["cells"] if "What the measurement shows" in "".join(c["source"]))
     assert "learns the task at $T = 10$" in result and result.rstrip().endswith("</details>")
 
