@@ -330,3 +330,19 @@ def test_make_notebook_executes_tags_and_tests_the_one_notebook_it_is_given():
     assert commands[3] == ["course.py", "test", f"--profiles=native,{course.CI_EXTRA_PROFILE}", path,
                            "tests/test_notebooks_committed.py", "tests/test_exercises_nb11.py"]
     assert "notebook:" in (course.ROOT / "Makefile").read_text() and course.VERBS["notebook"] is course.cmd_notebook
+
+
+@pytest.mark.parametrize("spelling", ["04", "4", "04-lstm"])
+def test_every_make_target_that_takes_NB_takes_each_spelling_of_a_notebooks_name(spelling, tmp_path):
+    """make reset, make notebook and make execute name a notebook through one resolver, the manifest's."""
+    import execute_notebooks
+
+    verbs = re.findall(r"course\.py (\S+) [^\n]*\$\(NB\)", (course.ROOT / "Makefile").read_text())
+    assert sorted(verbs) == ["execute", "notebook", "reset"], "a new target taking NB=: test its names here"
+    lstm = course.COURSE_NOTEBOOKS / "04-lstm.ipynb"
+    course.reset_work_copy(spelling, course.COURSE_NOTEBOOKS, tmp_path / "work")
+    assert [p.name for p in (tmp_path / "work").glob("*.ipynb")] == [lstm.name]
+    assert course.find_notebook(spelling) == lstm                          # make notebook: course.cmd_notebook
+    assert execute_notebooks.notebook_paths([spelling]) == [lstm]
+    with pytest.raises(SystemExit, match="no course notebook named '04-gru'"):
+        execute_notebooks.notebook_paths(["04-gru"])
