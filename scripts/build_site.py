@@ -128,7 +128,8 @@ def index_page(stems: list[str], *, release: bool = False) -> str:
     toctrees = "".join(TOCTREE.format(caption=caption[0].upper() + caption[1:], entries="\n".join(
         f"{nb.heading.removeprefix('# ')} <notebooks/{nb.slug}>" for nb in notebooks))
         for caption, notebooks in groups)
-    return INDEX.format(count=_many(len(present), "notebook"), part_count=_many(len(parts), "part"), parts="; ".join(parts), toctrees=toctrees,
+    return INDEX.format(count=_many(len(present), "notebook"), part_count=_many(len(parts), "part"),
+                        parts="; ".join(parts), toctrees=toctrees,
                         solutions=SOLUTIONS_LATER if release else SOLUTIONS_FOLDED)
 
 

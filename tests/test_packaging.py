@@ -152,7 +152,8 @@ def test_work_copies_lose_the_outputs_of_reveal_cells_and_keep_every_other_outpu
         return {"cell_type": "code", "execution_count": 3, "id": text, "metadata": {"tags": tags}, "source": "x",
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
 
-    cells = [code([], "before"), code(["nbval-check-output", notebook_rules.REVEAL_TAG], "the answer"), code([], "after")]
+    answer = code(["nbval-check-output", notebook_rules.REVEAL_TAG], "the answer")
+    cells = [code([], "before"), answer, code([], "after")]
     course_dir = _course(tmp_path, "02-rnn.ipynb")
     (course_dir / "02-rnn.ipynb").write_text(_nb("02", cells))
     work = tmp_path / "work"
@@ -175,7 +176,8 @@ def test_every_committed_work_copy_keeps_all_but_the_reveal_outputs(tmp_path):
             if notebook_rules.is_reveal(before):
                 assert after["outputs"] == [], notebook.name
             elif after["source"] != before["source"]:       # a prediction's result, folded
-                assert after == before | {"source": notebook_rules.RESULT_FOLD.format(text="".join(before["source"]).strip())}
+                folded = notebook_rules.RESULT_FOLD.format(text="".join(before["source"]).strip())
+                assert after == before | {"source": folded}
             else:
                 assert after == before, notebook.name
 

@@ -45,7 +45,7 @@ def cell_source(cell: dict) -> str:
 
 
 def notebook_heading(nb: dict) -> str:
-    """The first line of notebook JSON ``nb``'s first cell: its ``# N · Title`` heading (``manifest.Notebook.heading``)."""
+    """The first line of notebook JSON ``nb``'s first cell: its ``# N · Title`` (``manifest.Notebook.heading``)."""
     lines = cell_source(nb["cells"][0]).splitlines() if nb.get("cells") else []
     return lines[0] if lines else ""
 
