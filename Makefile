@@ -3,18 +3,19 @@
 PYTHON ?= python3
 ARGS ?=
 
+# one notebook, named any way the course manifest resolves it (lib/seqlab/manifest.py): 04, 4 or 04-lstm
 NB ?=
 
 .PHONY: lab test execute bench setup reset site notebook
 lab:      ## set up, copy new notebooks into work/ (yours are never overwritten), open JupyterLab there (options: make lab ARGS="--no-browser --port 8899")
 	$(PYTHON) course.py lab $(ARGS)
-reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04 (or 04-lstm)
+reset:    ## replace your copy of one notebook in work/ by the course's (yours goes to work/.old/): make reset NB=04 (or 4, 04-lstm)
 	$(PYTHON) course.py reset $(NB)
 test:     ## set up, then run every test (unit tests and notebooks), offline
 	$(PYTHON) course.py test
-execute:  ## re-run every notebook (or ARGS="notebooks/04-lstm.ipynb") in place from a fresh kernel and print run times
-	$(PYTHON) course.py execute $(ARGS)
-notebook: ## after editing one notebook: execute it, tag it across the profiles, run its tests: make notebook NB=11
+execute:  ## re-run every notebook (or one: NB=04, 4 or 04-lstm) in place from a fresh kernel and print run times
+	$(PYTHON) course.py execute $(NB) $(ARGS)
+notebook: ## after editing one notebook: execute it, tag it across the profiles, run its tests: make notebook NB=11 (or 11-positional-encodings)
 	$(PYTHON) course.py notebook $(NB)
 bench:    ## speed of seqlab's models against torch.nn, as ratios measured in one run
 	$(PYTHON) course.py bench

@@ -34,10 +34,8 @@ list of packages installed without their dependencies) changes.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -46,8 +44,17 @@ import venv
 from pathlib import Path
 
 # what the tests and scripts share with the set-up (standard library only, beside this file)
-from testbed import (BROWSER_DEBIAN_PACKAGES, BROWSER_INSTALL_HINT, NPM_DIR, PROFILES, find_chromium,
+from testbed import (BROWSER_DEBIAN_PACKAGES, BROWSER_INSTALL_HINT, NPM_DIR, PROFILES, find_chromium, package_module,
                      parallel_arguments, profile_environment, worker_threads)
+
+# The course as data and the rules every tool applies to a notebook (lib/seqlab/manifest.py, notebook_rules.py),
+# loaded from their files: importing the seqlab package would import torch, which this script runs without. The
+# rules' names stay importable from here for older callers; everything else imports seqlab.notebook_rules.
+MANIFEST = package_module("manifest")
+RULES = package_module("notebook_rules")
+LAB_OVERRIDES, REVEAL_TAG, RESULT_FOLD = RULES.LAB_OVERRIDES, RULES.REVEAL_TAG, RULES.RESULT_FOLD
+cell_source, is_reveal, notebook_text, without_reveals = (RULES.cell_source, RULES.is_reveal, RULES.notebook_text,
+                                                           RULES.without_reveals)
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -313,11 +320,6 @@ def cmd_test(args: list[str]) -> int:
     return code
 
 
-# JupyterLab settings for the course: no news pop-up and no update check (both would reach out to
-# the internet, and a pop-up on a projector distracts), written where JupyterLab reads overrides.
-LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
-
-
 def lab_arguments(args: list[str]) -> list[str]:
     """jupyter-lab's arguments: the students' work folder, --allow-root when running as root (containers,
     cloud VMs: JupyterLab refuses root without it), then the user's own (e.g. --no-browser, --port 8899;
@@ -333,55 +335,6 @@ def _fingerprint(path: Path) -> str:
 def _read_record(work: Path) -> dict[str, str]:
     record = work / WORK_RECORD
     return json.loads(record.read_text()) if record.exists() else {}
-
-
-# A cell tagged "reveal" shows a measurement that answers a "predict, then measure" exercise above it.
-# A student's copy in work/ has those outputs removed, so the answer appears only when the student runs
-# the cell after predicting; the HTML edition folds them (scripts/build_site.py).
-REVEAL_TAG = "reveal"
-
-
-def is_reveal(cell: dict) -> bool:
-    return cell.get("cell_type") == "code" and REVEAL_TAG in cell.get("metadata", {}).get("tags", [])
-
-
-RESULT_FOLD = ("<details>\n<summary>What the measurement shows (open it after you have written your prediction "
-               "and run the check)</summary>\n\n{text}\n\n</details>")
-
-
-def cell_source(cell: dict) -> str:
-    """A cell's source as one string (nbformat stores a list of lines)."""
-    return "".join(cell.get("source", ""))
-
-
-def without_reveals(nb: dict) -> dict:
-    """``nb`` (notebook JSON) with the outputs of its reveal cells removed, in place; returns it.
-
-    The prose that discusses a prediction's measurement (the markdown cell right after the revealed cells, unless
-    it opens a new section or is a solution fold) is folded too, so reading on does not give the answer away."""
-    cells = nb["cells"]
-    for cell in filter(is_reveal, cells):
-        cell["outputs"], cell["execution_count"] = [], None
-    for i, cell in enumerate(cells):
-        if cell.get("cell_type") != "code" or not re.search(r'\bcheck\(\s*"predict_', cell_source(cell)):
-            continue
-        end = i + 1
-        while end < len(cells) and is_reveal(cells[end]):
-            end += 1
-        revealed = is_reveal(cell) or end > i + 1            # the check, or the cells after it, show the measurement
-        if not revealed or end >= len(cells) or cells[end].get("cell_type") != "markdown":
-            continue
-        text = cell_source(cells[end])
-        if re.match(r"#{1,2} ", text) or text.lstrip().startswith("<details>"):     # a new section, a solution
-            continue
-        cells[end]["source"] = RESULT_FOLD.format(text=text.strip())
-    return nb
-
-
-def notebook_text(nb: dict) -> str:
-    """Notebook JSON as nbformat writes it, so JupyterLab's first save changes nothing (plain JSON: the set-up's
-    Python may lack nbformat)."""
-    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def write_student_copy(notebook: Path, destination: Path) -> None:
@@ -407,19 +360,6 @@ def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tupl
             changed.append(notebook.name)
     (work / WORK_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True))
     return copied, changed
-
-
-def _load_manifest():
-    """lib/seqlab/manifest.py, loaded from its file: it is standard library only, and importing the seqlab
-    package would import torch, which this script runs without."""
-    spec = importlib.util.spec_from_file_location("seqlab_manifest", ROOT / "lib" / "seqlab" / "manifest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-MANIFEST = _load_manifest()
 
 
 def find_notebook(name: str, course: Path = COURSE_NOTEBOOKS) -> Path:

@@ -7,6 +7,9 @@
 - what of a notebook is compared as text (:func:`is_compared`, :func:`compared_texts`): nbval's rule, written
   once for the browser tests' check and for scripts/portability.py, and tested against nbval's own.
 
+- the package's standard-library modules (the manifest, the notebook rules) loaded from their files
+  (:func:`package_module`), for what runs without seqlab's environment.
+
 course.py (the set-up and its command line), tests/browser/conftest.py, scripts/portability.py and
 scripts/mutants.py import it from here. Standard library only: course.py imports it before the
 virtual environment exists.
@@ -15,10 +18,33 @@ virtual environment exists.
 from __future__ import annotations
 
 import configparser
+import importlib.util
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
+
+PACKAGE = Path(__file__).resolve().parent / "lib" / "seqlab"
+
+
+def package_module(name: str) -> ModuleType:
+    """``lib/seqlab/<name>.py`` (standard library only: ``manifest``, ``notebook_rules``) loaded from its file, as
+    ``seqlab_<name>``: importing ``seqlab.<name>`` would import the package, and with it torch, which course.py
+    and the standard-library scripts run without. Code that runs in the course's environment imports
+    ``seqlab.<name>`` instead."""
+    key = f"seqlab_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, PACKAGE / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[key]
+            raise
+    return sys.modules[key]
 
 # The real-browser tests (tests/browser) drive the system's Chromium with Playwright (a Playwright
 # browser download needs the network at test time and is not used). `course.py test` installs these Debian
@@ -106,7 +132,7 @@ def worker_threads(env: dict[str, str], workers: int, cpus: int | None = None) -
 # -- what is compared: nbval 0.11's rule under --nbval-lax -------------------------------------------------
 CHECK_TAG = "nbval-check-output"        # the cells compared as text
 SANITIZE_CFG = Path(__file__).resolve().parent / "tests" / "sanitize.cfg"
-NOT_COMPARED = {"image/png", "image/jpeg", "application/vnd.jupyter.widget-view+json"}   # pictures; widget model ids
+NOT_COMPARED = {"image/png", "image/jpeg", package_module("notebook_rules").WIDGET_MIME}   # pictures; widget model ids
 _IGNORE_COMMENT = re.compile(r"^\s*#\s*NBVAL_(IGNORE_OUTPUT|SKIP)\b", re.MULTILINE)   # nbval: the comment wins
 _CARRIAGE_RETURN = re.compile(r"^.*\r(?=[^\n])", re.MULTILINE)
 _BACKSPACE = re.compile("[^\n]\x08")

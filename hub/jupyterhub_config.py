@@ -29,7 +29,7 @@ from pathlib import Path
 
 HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
-sys.path.insert(0, str(HUB))
+sys.path.insert(0, str(HUB))   # seqlab_hub.py, beside this file: JupyterHub execs a config without its folder
 
 c = get_config()  # noqa: F821 (JupyterHub defines it)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CODE = Path(os.environ.get("SEQLAB_CODE", HERE.parent))       # where course.py is: the checkout, or the image's copy
-sys.path.insert(0, str(CODE))
+sys.path.insert(0, str(CODE))   # course.py is never installed: import it from the checkout or the image's copy
 import course  # noqa: E402
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

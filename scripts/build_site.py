@@ -26,12 +26,14 @@ from pathlib import Path
 
 import nbformat
 
+from seqlab import manifest
+from seqlab.notebook_rules import WIDGET_MIME, is_reveal, notebook_heading
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import course  # noqa: E402  (the set-up script: where npm packages live and how they are installed)
+sys.path.insert(0, str(ROOT))   # course.py, at the root, installs the npm packages; a script sees only scripts/
+import course  # noqa: E402
 
 SITE = ROOT / "site"
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = ("*A live widget is here when you run this notebook in JupyterLab (`make lab`). "
                "Its static figure, with the same content at its starting setting, is shown beside it.*")
 
@@ -42,15 +44,6 @@ def npm_package(name: str) -> Path:
     if modules is None or not (modules / name).exists():
         sys.exit(f"[site] the npm package {name} is missing from {course.NPM_DIR}: see the note above")
     return modules / name
-
-
-def notebook_title(nb: nbformat.NotebookNode) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    raise ValueError("a notebook without a '# ' title in a markdown cell")
 
 
 def without_widget_outputs(nb: nbformat.NotebookNode) -> int:
@@ -87,7 +80,7 @@ def fold_reveals(nb: nbformat.NotebookNode) -> int:
     toggle, so a reader meets the question before the answer. Returns how many were folded."""
     folded = 0
     for cell in nb.cells:
-        if course.is_reveal(cell) and cell.get("outputs"):
+        if is_reveal(cell) and cell.get("outputs"):
             tags = cell.metadata.setdefault("tags", [])
             if "hide-output" not in tags:
                 tags.append("hide-output")
@@ -97,23 +90,47 @@ def fold_reveals(nb: nbformat.NotebookNode) -> int:
 
 INDEX = """# seqlab: from recurrent networks to Transformers
 
-A course in {count} notebooks, from why order matters to GPT and BERT: the vanilla RNN and
-backpropagation through time, vanishing gradients, the LSTM and the GRU, deep and bidirectional
-networks, encoder-decoder models, attention, self-attention and its heads, positional encodings,
-the Transformer, and what attention costs. Every model is written from scratch and checked against
-PyTorch's own, and every notebook ends with a cell of assertions that states its claims.
+A course in {count}, in {part_count}: {parts}. Every model is written from scratch and
+checked against PyTorch's own, and every notebook ends with a cell of assertions that states its claims.
 
 This is the read-only edition: each notebook as it was last executed, with its outputs and figures.
 To run the code, move the sliders and do the exercises, get the course and open it in JupyterLab
 (`make lab`; see the README). {solutions}
+{toctrees}"""
 
+TOCTREE = """
 ```{{toctree}}
 :maxdepth: 1
-:caption: Notebooks
+:caption: {caption}
 
 {entries}
 ```
 """
+START = "Start"                      # the caption of the notebooks in no part (00)
+
+
+def _many(n: int, noun: str) -> str:
+    return f"{n} {noun}" + "s" * (n != 1)
+
+
+def index_page(stems: list[str], *, release: bool = False) -> str:
+    """The edition's index.md, from the course manifest: the notebooks among ``stems`` (file stems) in teaching
+    order, one table of contents per part, captioned with the part's name, each entry titled with its heading.
+    A stem the manifest lacks stops the build, naming it."""
+    try:
+        present = {manifest.notebook(stem).slug for stem in stems}
+    except manifest.UnknownNotebook as error:
+        raise SystemExit(f"[site] {error}") from None
+    groups = [(part or START, [nb for nb in manifest.NOTEBOOKS if nb.part == part and nb.slug in present])
+              for part in (None, *manifest.PARTS)]
+    groups = [(caption, notebooks) for caption, notebooks in groups if notebooks]
+    parts = [caption for caption, _ in groups if caption != START]
+    toctrees = "".join(TOCTREE.format(caption=caption[0].upper() + caption[1:], entries="\n".join(
+        f"{nb.heading.removeprefix('# ')} <notebooks/{nb.slug}>" for nb in notebooks))
+        for caption, notebooks in groups)
+    return INDEX.format(count=_many(len(present), "notebook"), part_count=_many(len(parts), "part"),
+                        parts="; ".join(parts), toctrees=toctrees,
+                        solutions=SOLUTIONS_LATER if release else SOLUTIONS_FOLDED)
 
 
 SOLUTIONS_FOLDED = "Solutions stay folded until you open them."
@@ -131,16 +148,18 @@ def stage(staging: Path, source: Path = ROOT / "notebooks", *, release: bool = F
     paths = sorted(source.glob("[0-9][0-9]-*.ipynb"))
     if not paths:
         raise SystemExit(f"[site] no notebooks NN-*.ipynb in {source}")
+    index = index_page([path.stem for path in paths], release=release)      # every file a course notebook
     widgets = 0
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        notebook_title(nb)                           # every page needs one: fail here, not in Sphinx
+        heading = manifest.notebook(path.stem).heading
+        if notebook_heading(nb) != heading:         # its page's title: fail here, not in Sphinx
+            raise SystemExit(f"[site] {path.name} begins {notebook_heading(nb)!r}, not its heading in "
+                             f"lib/seqlab/manifest.py, {heading!r}")
         widgets += without_widget_outputs(nb)
         fold_reveals(nb)
         nbformat.write(nb, staging / "notebooks" / path.name)
-    entries = "\n".join(f"notebooks/{path.stem}" for path in paths)
-    (staging / "index.md").write_text(INDEX.format(count=len(paths), entries=entries,
-                                                   solutions=SOLUTIONS_LATER if release else SOLUTIONS_FOLDED))
+    (staging / "index.md").write_text(index)
     return len(paths), widgets
 
 

@@ -1,10 +1,10 @@
 """Re-execute notebooks in place from a fresh kernel, so committed outputs are what the code gives now.
 
     python scripts/execute_notebooks.py                 # every notebook in notebooks/
-    python scripts/execute_notebooks.py notebooks/01-why-sequences.ipynb
+    python scripts/execute_notebooks.py notebooks/01-why-sequences.ipynb   # or 01, 1, 01-why-sequences
     python scripts/execute_notebooks.py --device cuda --out /tmp/on-gpu --jobs 4   # a GPU run, copies elsewhere
 
-Prints each notebook's run time (budget: 90 s on a 2-core laptop). Runs on the CPU
+Prints each notebook's run time against its budget (``NOTEBOOK_BUDGET_S``). Runs on the CPU
 (SEQLAB_DEVICE=cpu), on this machine's own arithmetic: the saved numbers are one machine's, and
 nbval compares as text only the cells tagged ``nbval-check-output`` (scripts/portability.py sets
 them: outputs every arithmetic profile prints alike); the rest are guarded by each notebook's
@@ -33,13 +33,13 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import notebook_slides  # noqa: E402  (a sibling script: the slide metadata rule)
-from testbed import worker_threads  # noqa: E402  (the repository root's shared settings, standard library only)
+import notebook_slides  # a sibling script (this script's folder is on the path): the slide metadata rule
+from seqlab import manifest
+from seqlab.notebook_rules import NOTEBOOK_BUDGET_S
 
 ROOT = Path(__file__).resolve().parent.parent
-BUDGET_S = 90.0
+sys.path.insert(0, str(ROOT))   # testbed.py, at the root (standard library only): a script sees only scripts/
+from testbed import worker_threads  # noqa: E402
 ANSI_COLOURS = re.compile(r"\x1b\[[0-9;]*m")   # a traceback's terminal colours
 
 
@@ -71,9 +71,24 @@ def execute(path: Path, out: Path | None = None) -> float:
     return seconds
 
 
+def notebook_paths(names: list[str]) -> list[Path]:
+    """The notebooks to run: each name a notebook file (a draft may live anywhere) or a course notebook's name
+    as the manifest resolves it (``04``, ``4``, ``04-lstm``); none means every notebook in notebooks/."""
+    paths = []
+    for name in names:
+        if Path(name).is_file():
+            paths.append(Path(name).resolve())
+            continue
+        try:
+            paths.append(ROOT / "notebooks" / manifest.notebook(name).filename)
+        except manifest.UnknownNotebook as error:
+            raise SystemExit(f"execute_notebooks: {error}") from None
+    return paths or sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in notebooks/")
+    parser.add_argument("notebooks", nargs="*", help="files or names (04, 04-lstm); default: every notebook")
     parser.add_argument("--device", default="cpu", help="SEQLAB_DEVICE for the kernels: cpu (default), cuda, cuda:N")
     parser.add_argument("--out", type=Path, default=None, help="write the executed copies here, not in place")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run side by side (default 1)")
@@ -85,7 +100,7 @@ def main(argv: list[str]) -> int:
     # (testbed.worker_threads): two kernels of 2 spinning threads each on 2 cores ran 4x slower.
     if args.jobs > 1:
         os.environ.update(worker_threads(dict(os.environ), args.jobs))
-    paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    paths = notebook_paths(args.notebooks)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
 
@@ -102,7 +117,7 @@ def main(argv: list[str]) -> int:
         for path, seconds, error in pool.map(run, paths):
             total += seconds
             size_kb = (path if args.out is None else args.out / path.name).stat().st_size / 1024 if error is None else 0
-            flag = "  OVER BUDGET" if seconds > BUDGET_S else ""
+            flag = "  OVER BUDGET" if seconds > NOTEBOOK_BUDGET_S else ""
             shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path   # drafts may live elsewhere
             if error is None:
                 print(f"{seconds:7.1f} s  {size_kb:7.0f} KB  {shown}{flag}", flush=True)

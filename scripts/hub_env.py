@@ -34,8 +34,11 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import course  # noqa: E402  (NO_DEPS_PACKAGES, LAB_OVERRIDES: the same as the students' own set-up)
+sys.path.insert(0, str(ROOT))   # course.py and testbed.py, at the root (this runs on the system Python)
+import course  # noqa: E402  (NO_DEPS_PACKAGES: the same as the students' own set-up)
+from testbed import package_module  # noqa: E402
+
+LAB_OVERRIDES = package_module("notebook_rules").LAB_OVERRIDES      # as course.py lab writes them
 
 HUB_CACHE = ROOT / ".cache" / "hub"
 VENV = HUB_CACHE / "venv"
@@ -95,7 +98,7 @@ def python_for_everyone() -> tuple[str, str]:
 def fingerprint(python: str) -> str:
     h = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
     h.update(LOCK.read_bytes())
-    h.update(json.dumps([course.NO_DEPS_PACKAGES, python, course.LAB_OVERRIDES]).encode())
+    h.update(json.dumps([course.NO_DEPS_PACKAGES, python, LAB_OVERRIDES]).encode())
     return h.hexdigest()
 
 
@@ -163,7 +166,7 @@ def ensure() -> dict[str, str]:
             KERNEL_CONFIG.format(notice=str(ROOT / "hub" / "memory_notice.py")))
         settings = VENV / "share" / "jupyter" / "lab" / "settings"
         settings.mkdir(parents=True, exist_ok=True)
-        (settings / "overrides.json").write_text(json.dumps(course.LAB_OVERRIDES, indent=1))
+        (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
         STAMP.write_text(json.dumps({"fingerprint": print_, "python": python}))
     proxy = npm_ci()
     return {"python": str(VENV / "bin" / "python"), "jupyterhub": str(VENV / "bin" / "jupyterhub"),

@@ -39,9 +39,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import hub_run  # a sibling script (this script's folder is on the path)
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import hub_run  # noqa: E402
 
 MIX = ["01-why-sequences.ipynb", "09-self-attention.ipynb", "00-start-here.ipynb", "17-cost-and-beyond.ipynb"]
 MAX_STUDENTS = 64

@@ -35,10 +35,10 @@ from pathlib import Path
 import requests
 import websocket
 
+import hub_env  # a sibling script (this script's folder is on the path)
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hub"))
-sys.path.insert(0, str(ROOT / "scripts"))
-import hub_env  # noqa: E402
+sys.path.insert(0, str(ROOT / "hub"))   # hub/seqlab_cgroups.py, which the hub imports too: hub/ is no package
 from seqlab_cgroups import CGROUP_ROOT, cgroup_usage, group_dirs, group_pids, remove_groups  # noqa: E402
 
 HUB_START_TIMEOUT_S = 60

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))   # testbed.py, at the root (standard library only): a script sees only scripts/
 from testbed import parallel_arguments, worker_threads  # noqa: E402
 
 DEFAULT_PATHS = ["tests", "--ignore=tests/browser"]

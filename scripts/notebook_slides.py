@@ -34,8 +34,9 @@ from pathlib import Path
 
 import nbformat
 
+from seqlab.notebook_rules import WIDGET_MIME
+
 ROOT = Path(__file__).resolve().parent.parent
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 HEADING = re.compile(r"#{1,6}\s")
 FENCE = re.compile(r"\s{0,3}(```|~~~)")
 # A cell that continues its slide carries no slide metadata: jupyterlab-slideshow reads a missing

@@ -39,7 +39,7 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))   # testbed.py, at the root (standard library only): a script sees only scripts/
 from testbed import CHECK_TAG, PROFILES, compared_texts, profile_environment, sanitize_patterns, worker_threads  # noqa: E402
 
 OUT = ROOT / "test-artifacts" / "portability"

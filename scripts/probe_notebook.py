@@ -17,8 +17,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import ANSI_COLOURS  # noqa: E402  (a sibling script: the same cleaning of tracebacks)
+from execute_notebooks import ANSI_COLOURS  # a sibling script (its folder is on the path): the same traceback cleaning
 
 
 def main(argv: list[str]) -> int:

@@ -25,24 +25,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+from seqlab import notebook_rules as rules   # the reveal rule and the notebook JSON format work/ copies use too
+from seqlab.exercises import EXERCISES, exercises_of, layout
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import course  # noqa: E402  (the reveal rule and the notebook JSON format that work/ copies use too)
-from seqlab.exercises import EXERCISES, exercises_of, layout  # noqa: E402
 
 POSTED_LATER = "*The solution to this exercise will be posted after the deadline.*"
 
 
 def student_notebook(nb: dict, notebook: str) -> tuple[dict, list[str]]:
     """The student version of course notebook ``notebook`` (``nb``, as a new dict) and its exercises, in order."""
-    nb = course.without_reveals(json.loads(json.dumps(nb)))
+    nb = rules.without_reveals(json.loads(json.dumps(nb)))
     cells = nb["cells"][:-1]                          # the last cell asserts the claims, answers in hand
     exercises = layout.in_notebook_order(cells, exercises_of(notebook))
     for name in exercises:
         cells[layout.answer_cell(cells, name)].setdefault("metadata", {})["seqlab"] = {"exercise": name}
     for cell in cells:
-        if cell["cell_type"] == "markdown" and layout.SOLUTION_FOLD.search(course.cell_source(cell)):
-            cell["source"] = [layout.SOLUTION_FOLD.sub(POSTED_LATER, course.cell_source(cell))]
+        if cell["cell_type"] == "markdown" and layout.SOLUTION_FOLD.search(rules.cell_source(cell)):
+            cell["source"] = [layout.SOLUTION_FOLD.sub(POSTED_LATER, rules.cell_source(cell))]
     nb["cells"] = cells
     return nb, exercises
 
@@ -60,13 +60,13 @@ def release(notebooks: list[Path], out: Path, solutions: Path | None = None) -> 
     for path in notebooks:
         course_nb = json.loads(path.read_text(encoding="utf-8"))
         student, exercises = student_notebook(course_nb, path.stem)
-        text = course.notebook_text(student)
+        text = rules.notebook_text(student)
         (out / path.name).write_text(text, encoding="utf-8")
         manifest["notebooks"][path.name] = {"sha256": hashlib.sha256(text.encode()).hexdigest(),
                                             "exercises": {name: {"points": EXERCISES[name].points} for name in exercises}}
         if solutions is not None:
             solutions.mkdir(parents=True, exist_ok=True)
-            original = course.notebook_text(course_nb)
+            original = rules.notebook_text(course_nb)
             (solutions / path.name).write_text(original, encoding="utf-8")
             key["notebooks"][path.name] = {"sha256": hashlib.sha256(original.encode()).hexdigest()}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -12,12 +12,13 @@ import nbformat
 import pytest
 
 import notebook_slides
+from seqlab.notebook_rules import WIDGET_MIME
 
 ROOT = Path(__file__).resolve().parent.parent
 
 WIDGET_OUTPUT = nbformat.v4.new_output("display_data", data={
     "text/plain": "VBox(children=(FloatSlider(value=2.0),))",
-    notebook_slides.WIDGET_MIME: {"model_id": "abc", "version_major": 2, "version_minor": 0}})
+    WIDGET_MIME: {"model_id": "abc", "version_major": 2, "version_minor": 0}})
 
 
 def _notebook(*cells) -> nbformat.NotebookNode:

@@ -12,6 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from seqlab.notebook_rules import is_reveal
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 MAX_BYTES = 2 * 1024 * 1024
@@ -110,15 +112,13 @@ def test_every_prediction_of_the_course_is_found_once():
 def test_a_prediction_is_asked_before_its_answer_is_shown(path, name, prediction, checked):
     """The committed check says only that no prediction was made; every cell after the prediction up to the
     check is tagged reveal (a student's work/ copy comes without their outputs; the HTML edition folds them)."""
-    import course
-
     cells = nbformat.read(path, as_version=4).cells
     said = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in cells[checked].outputs)
     assert f"… {name}: no prediction yet." in said and "should be" not in said, said
     between = [i for i in range(prediction + 1, checked + 1) if cells[i].cell_type == "code"]
-    untagged = [i for i in between if not course.is_reveal(cells[i])]
+    untagged = [i for i in between if not is_reveal(cells[i])]
     assert not untagged, f"{path.name}: cells {untagged} show {name}'s measurement but are not tagged reveal"
-    assert not course.is_reveal(cells[prediction]), f"{path.name}: the student's prediction cell is tagged reveal"
+    assert not is_reveal(cells[prediction]), f"{path.name}: the student's prediction cell is tagged reveal"
 
 
 # -- printed listings: a committed notebook shows the library's code as it is now ---------------------------

@@ -15,6 +15,7 @@ import pytest
 import yaml  # a dependency of jupyter_events, so always present where JupyterLab is
 
 import course
+from seqlab import notebook_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +94,7 @@ def test_lab_settings_overrides_name_real_jupyterlab_settings():
     import sys
 
     schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
-    for plugin, settings in course.LAB_OVERRIDES.items():
+    for plugin, settings in notebook_rules.LAB_OVERRIDES.items():
         package, _, name = plugin.partition(":")
         schema = json.loads((schemas / package / f"{name}.json").read_text())
         for key, value in settings.items():
@@ -151,7 +152,8 @@ def test_work_copies_lose_the_outputs_of_reveal_cells_and_keep_every_other_outpu
         return {"cell_type": "code", "execution_count": 3, "id": text, "metadata": {"tags": tags}, "source": "x",
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
 
-    cells = [code([], "before"), code(["nbval-check-output", course.REVEAL_TAG], "the answer"), code([], "after")]
+    answer = code(["nbval-check-output", notebook_rules.REVEAL_TAG], "the answer")
+    cells = [code([], "before"), answer, code([], "after")]
     course_dir = _course(tmp_path, "02-rnn.ipynb")
     (course_dir / "02-rnn.ipynb").write_text(_nb("02", cells))
     work = tmp_path / "work"
@@ -171,10 +173,11 @@ def test_every_committed_work_copy_keeps_all_but_the_reveal_outputs(tmp_path):
         copied = json.loads((work / notebook.name).read_text())["cells"]
         assert len(copied) == len(original)
         for before, after in zip(original, copied):
-            if course.is_reveal(before):
+            if notebook_rules.is_reveal(before):
                 assert after["outputs"] == [], notebook.name
             elif after["source"] != before["source"]:       # a prediction's result, folded
-                assert after == before | {"source": course.RESULT_FOLD.format(text="".join(before["source"]).strip())}
+                folded = notebook_rules.RESULT_FOLD.format(text="".join(before["source"]).strip())
+                assert after == before | {"source": folded}
             else:
                 assert after == before, notebook.name
 
@@ -184,11 +187,11 @@ def test_the_prose_that_gives_a_predictions_result_is_folded_in_work_copies_and_
     folded, in every notebook where a measurement follows the check (9 of the 21 predictions)."""
     folded = {}
     for notebook in sorted(course.COURSE_NOTEBOOKS.glob("*.ipynb")):
-        nb = course.without_reveals(json.loads(notebook.read_text()))
+        nb = notebook_rules.without_reveals(json.loads(notebook.read_text()))
         texts = ["".join(c["source"]) for c in nb["cells"]]
         folded[notebook.name[:2]] = sum(t.startswith("<details>\n<summary>What the measurement shows") for t in texts)
     assert sum(folded.values()) == 9 and folded["04"] == 1 and folded["16"] == 1, folded
-    lstm = course.without_reveals(json.loads((course.COURSE_NOTEBOOKS / "04-lstm.ipynb").read_text()))
+    lstm = notebook_rules.without_reveals(json.loads((course.COURSE_NOTEBOOKS / "04-lstm.ipynb").read_text()))
     result = next("".join(c["source"]) for c in lstm["cells"] if "What the measurement shows" in "".join(c["source"]))
     assert "learns the task at $T = 10$" in result and result.rstrip().endswith("</details>")
 
@@ -329,3 +332,19 @@ def test_make_notebook_executes_tags_and_tests_the_one_notebook_it_is_given():
     assert commands[3] == ["course.py", "test", f"--profiles=native,{course.CI_EXTRA_PROFILE}", path,
                            "tests/test_notebooks_committed.py", "tests/test_exercises_nb11.py"]
     assert "notebook:" in (course.ROOT / "Makefile").read_text() and course.VERBS["notebook"] is course.cmd_notebook
+
+
+@pytest.mark.parametrize("spelling", ["04", "4", "04-lstm"])
+def test_every_make_target_that_takes_NB_takes_each_spelling_of_a_notebooks_name(spelling, tmp_path):
+    """make reset, make notebook and make execute name a notebook through one resolver, the manifest's."""
+    import execute_notebooks
+
+    verbs = re.findall(r"course\.py (\S+) [^\n]*\$\(NB\)", (course.ROOT / "Makefile").read_text())
+    assert sorted(verbs) == ["execute", "notebook", "reset"], "a new target taking NB=: test its names here"
+    lstm = course.COURSE_NOTEBOOKS / "04-lstm.ipynb"
+    course.reset_work_copy(spelling, course.COURSE_NOTEBOOKS, tmp_path / "work")
+    assert [p.name for p in (tmp_path / "work").glob("*.ipynb")] == [lstm.name]
+    assert course.find_notebook(spelling) == lstm                          # make notebook: course.cmd_notebook
+    assert execute_notebooks.notebook_paths([spelling]) == [lstm]
+    with pytest.raises(SystemExit, match="no course notebook named '04-gru'"):
+        execute_notebooks.notebook_paths(["04-gru"])

@@ -4,8 +4,9 @@ only, so that ``course.py`` can load this file before the set-up, without import
 
 Everything that lists the course reads it: ``seqlab.diagrams.COURSE_PARTS`` and the course map, the README's
 notebook table (``scripts/readme_table.py`` writes its names and run times; a test fails when they drift),
-the instructor notes' run times and ``course.py``'s notebook names. ``tests/test_manifest.py`` says by name
-where ``notebooks/`` and this file disagree. Adding a notebook: its ``.ipynb`` plus one entry here.
+the HTML edition's index, the schedule's titles and the instructor notes' run times, and every notebook name
+given to ``course.py`` or ``scripts/execute_notebooks.py``. ``tests/test_manifest.py`` says by name where
+``notebooks/`` and this file disagree. Adding a notebook: its ``.ipynb`` plus one entry here (CONTRIBUTING §4).
 """
 
 from __future__ import annotations

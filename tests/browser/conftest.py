@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from seqlab.notebook_rules import lab_settings_files
 from testbed import BROWSER_INSTALL_HINT, NPM_DIR, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,10 +119,10 @@ class Lab:
 
 
 def _write_settings(settings: Path) -> None:
-    """Quiet JupyterLab: no news or update checks (the tests run offline) and no pop-ups."""
-    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notification.parent.mkdir(parents=True, exist_ok=True)
-    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    """The course's JupyterLab overrides (seqlab.notebook_rules.LAB_OVERRIDES), as user settings."""
+    for name, text in lab_settings_files().items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(text)
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -27,10 +27,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from seqlab.notebook_rules import WIDGET_MIME
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 EVIDENCE = ARTIFACTS / "failed"
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 PAGE_TIMEOUT_S = 60          # JupyterLab to load, a kernel to start, widgets to show up
 RUN_ALL_TIMEOUT_S = 120      # a widget fixture notebook (seconds alone; busy CI machines are slower)

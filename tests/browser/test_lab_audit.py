@@ -40,8 +40,9 @@ from pathlib import Path
 import nbformat
 
 from accessibility import AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, IMPACTS, axe_source
-from lab_pages import (KERNEL_STATUS_JS, NOTEBOOK_IMAGES, PAGE_TIMEOUT_S, ROOT, WIDGET_MIME, WIDGET_NOTEBOOKS,
-                       _open_lab, _wait, _wait_notebook_open, evaluate, open_page)
+from lab_pages import (KERNEL_STATUS_JS, NOTEBOOK_IMAGES, PAGE_TIMEOUT_S, ROOT, WIDGET_NOTEBOOKS, _open_lab, _wait,
+                       _wait_notebook_open, evaluate, open_page)
+from seqlab.notebook_rules import WIDGET_MIME
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACT = ROOT / "test-artifacts" / "lab-audit.json"

@@ -55,10 +55,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, WIDGET_MIME, _direction, _move, _open_lab, _operate,
-                       _other_controls, _run_all, _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open,
-                       _wait_widgets, evaluate, open_page)
+from lab_pages import (ARTIFACTS, PAGE_TIMEOUT_S, _direction, _move, _open_lab, _operate, _other_controls, _run_all,
+                       _slug, _sliders, _wait, _wait_kernel, _wait_notebook_open, _wait_widgets, evaluate, open_page)
 from keyboard import operate_by_keyboard
+from seqlab.notebook_rules import WIDGET_MIME
 from slideshow import check_heights, present
 from widget_fixtures import FIXTURES, WidgetFixture, built_by_notebooks, fixture_widget_cells, write_fixture
 
@@ -245,12 +245,12 @@ def test_every_widget_class_a_notebook_builds_has_a_fixture():
     widget cannot go untested in a browser; and each fixture builds the classes it is named for."""
     built = built_by_notebooks()
     assert built, "no committed notebook constructs a widget class (seqlab.widgets): the scan finds nothing"
-    covered = set().union(*(f.exercises for f in FIXTURES))
+    covered = set().union(*(f.widget_classes for f in FIXTURES))
     missing = {name: notebooks for name, notebooks in built.items() if name not in covered}
     assert not missing, (f"widget classes built by notebooks with no fixture in tests/browser/widget_fixtures.py: "
                          f"{missing}; add one (small inputs, the notebooks' constructor)")
     for fixture in FIXTURES:
-        assert fixture.exercises, f"fixture {fixture.name} builds no widget class of seqlab.widgets"
+        assert fixture.widget_classes, f"fixture {fixture.name} builds no widget class of seqlab.widgets"
 
 
 @pytest.fixture(scope="session")

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import nbformat
 
+from seqlab.notebook_rules import WIDGET_MIME
+
 ROOT = Path(__file__).resolve().parents[2]
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class WidgetFixture:
         return f"fixture-{self.name}.ipynb"
 
     @property
-    def exercises(self) -> set[str]:
+    def widget_classes(self) -> set[str]:
+        """The seqlab.widgets classes its widget cells construct."""
         return widget_classes_in("\n".join(code for _, code in self.widgets))
 
 

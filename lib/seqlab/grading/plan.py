@@ -34,12 +34,6 @@ class Session:
     title: str
 
 
-def notebook_title(path: Path) -> str:
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    first = "".join(nb["cells"][0]["source"]).splitlines()[0]
-    return re.sub(r"^#+\s*(\d+\s*·\s*)?", "", first).strip()
-
-
 def schedule(notebooks: list[Path], start: date, weeks: int, skip: list[date] | None = None) -> list[Session]:
     """One session per notebook, in order, over the weeks from ``start`` that hold no ``skip`` date; as many
     notebooks a week as it takes to fit (the early weeks take the extra ones). Due a week after the lecture,
@@ -59,7 +53,8 @@ def schedule(notebooks: list[Path], start: date, weeks: int, skip: list[date] | 
             due_week = week + 1
             while due_week in skipped:
                 due_week += 1
-            sessions.append(Session(n + 1, lecture, start + timedelta(weeks=due_week), path.stem, notebook_title(path)))
+            sessions.append(Session(n + 1, lecture, start + timedelta(weeks=due_week), path.stem,
+                                    manifest.notebook(path.stem).title))
         at += take
     return sessions
 
@@ -122,7 +117,7 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = nb["cells"]
     sources = ["".join(c["source"]) for c in cells]
-    lines = [f"# Instructor notes: {path.stem}", "", f"**{notebook_title(path)}**"
+    lines = [f"# Instructor notes: {path.stem}", "", f"**{manifest.notebook(path.stem).title}**"
              + (f" — runs in {run_time} on a 2-core laptop." if run_time else ""), ""]
     opening = re.sub(r"^#[^\n]*\n+", "", sources[0]).strip().split("\n\n")[0]
     if opening:

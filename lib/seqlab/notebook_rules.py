@@ -1,0 +1,84 @@
+"""The rules every tool applies to a course notebook, written once: which cells reveal a prediction's answer and
+how a student's copy hides them, how notebook JSON is written, how a notebook's heading is read, the widget view's
+MIME type, the run-time budget and JupyterLab's settings overrides.
+
+Standard library only, so that ``course.py`` and the standard-library scripts can load this file before the set-up
+without importing seqlab (``testbed.package_module``); everything else imports ``seqlab.notebook_rules``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# A cell tagged "reveal" shows a measurement that answers a "predict, then measure" exercise above it. A student's
+# copy in work/ (and a student release) has those outputs removed, so the answer appears only when the student runs
+# the cell after predicting; the HTML edition folds them (scripts/build_site.py).
+REVEAL_TAG = "reveal"
+
+RESULT_FOLD = ("<details>\n<summary>What the measurement shows (open it after you have written your prediction "
+               "and run the check)</summary>\n\n{text}\n\n</details>")
+
+# a live widget's output: its view, which needs a kernel (and, outside JupyterLab, JavaScript from a CDN)
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+# seconds one notebook may take from a fresh kernel on a quiet 2-core machine without a GPU; reported, never failed
+NOTEBOOK_BUDGET_S = 90.0
+
+# JupyterLab's settings overrides: no news pop-up, no update check (the tests run offline; a pop-up on a projector
+# distracts). course.py lab and the hub write them as overrides.json; the browser tests as user settings.
+LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def lab_settings_files() -> dict[str, str]:
+    """LAB_OVERRIDES as JupyterLab's user-settings files: {path under the settings folder: its JSON}."""
+    files = {}
+    for plugin, settings in LAB_OVERRIDES.items():
+        package, _, name = plugin.partition(":")
+        files[f"{package}/{name}.jupyterlab-settings"] = json.dumps(settings)
+    return files
+
+
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (nbformat stores a list of lines)."""
+    return "".join(cell.get("source", ""))
+
+
+def notebook_heading(nb: dict) -> str:
+    """The first line of notebook JSON ``nb``'s first cell: its ``# N · Title`` (``manifest.Notebook.heading``)."""
+    lines = cell_source(nb["cells"][0]).splitlines() if nb.get("cells") else []
+    return lines[0] if lines else ""
+
+
+def is_reveal(cell: dict) -> bool:
+    return cell.get("cell_type") == "code" and REVEAL_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def without_reveals(nb: dict) -> dict:
+    """``nb`` (notebook JSON) with the outputs of its reveal cells removed, in place; returns it.
+
+    The prose that discusses a prediction's measurement (the markdown cell right after the revealed cells, unless
+    it opens a new section or is a solution fold) is folded too, so reading on does not give the answer away."""
+    cells = nb["cells"]
+    for cell in filter(is_reveal, cells):
+        cell["outputs"], cell["execution_count"] = [], None
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") != "code" or not re.search(r'\bcheck\(\s*"predict_', cell_source(cell)):
+            continue
+        end = i + 1
+        while end < len(cells) and is_reveal(cells[end]):
+            end += 1
+        revealed = is_reveal(cell) or end > i + 1            # the check, or the cells after it, show the measurement
+        if not revealed or end >= len(cells) or cells[end].get("cell_type") != "markdown":
+            continue
+        text = cell_source(cells[end])
+        if re.match(r"#{1,2} ", text) or text.lstrip().startswith("<details>"):     # a new section, a solution
+            continue
+        cells[end]["source"] = RESULT_FOLD.format(text=text.strip())
+    return nb
+
+
+def notebook_text(nb: dict) -> str:
+    """Notebook JSON as nbformat writes it, so JupyterLab's first save changes nothing (plain JSON: the set-up's
+    Python may lack nbformat)."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
