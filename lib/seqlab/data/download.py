@@ -1,13 +1,5 @@
-"""Fetch corpora beyond the offline ones: URL, SHA-256, timeout, retries, atomic write, cache.
-
-The work is done by `pooch <https://www.fatiando.org/pooch>`_, which scientific Python projects
-use for exactly this: it streams to a temporary file beside the target, checks the hash, and
-only then moves the file into place, so a failed or corrupted download never leaves a partial
-file behind. No notebook and no test needs the network; this is for users who want more text.
-
-The cache folder is ``$SEQLAB_DATA`` if set, else the platform's user cache (``~/.cache/seqlab``
-on Linux).
-"""
+"""Fetch corpora beyond the offline ones with ``pooch`` (checked hash, atomic write, retries) into :func:`cache_dir`.
+No notebook and no test needs the network."""
 
 from __future__ import annotations
 
@@ -30,12 +22,8 @@ class DownloadError(RuntimeError):
 
 def fetch(url: str, sha256: str, *, fname: str | None = None, directory: str | Path | None = None,
           timeout: float = 30.0, retries: int = 2) -> Path:
-    """Download ``url`` into the cache (once) and return the local path.
-
-    The file's SHA-256 must equal ``sha256`` (64 hex digits); a cached file that matches is
-    returned without touching the network. ``timeout`` is seconds per connection attempt;
-    ``retries`` is how many more attempts follow a failed one (with a growing pause).
-    """
+    """Download ``url`` into the cache once, checked against ``sha256``; return the local path.
+    ``timeout``: seconds per attempt; ``retries``: further attempts."""
     if not isinstance(sha256, str) or not _SHA256_RE.match(sha256):
         raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
     if retries < 0 or timeout <= 0:
@@ -59,7 +47,7 @@ def fetch(url: str, sha256: str, *, fname: str | None = None, directory: str | P
 
 def download_corpus(name: str, *, directory: str | Path | None = None, timeout: float = 30.0,
                     retries: int = 2) -> Path:
-    """Fetch a corpus of kind ``download`` from the manifest; afterwards ``load_corpus(name)`` works offline."""
+    """Fetch a ``download`` corpus; then ``load_corpus(name)`` works offline."""
     entries = manifest()
     if name not in entries:
         raise CorpusError(f"unknown corpus {name!r}; expected one of {sorted(entries)}")

@@ -1,30 +1,5 @@
-r"""BERT's masking recipe for masked-language-model (MLM) training (Devlin et al., 2019, section 3.1).
-
-A masked language model reads a sequence in which some tokens are hidden and predicts the hidden
-ones from **both sides**. Which tokens, and how they are hidden:
-
-1. each position is **chosen** independently with probability :math:`p = 0.15` (special tokens --
-   padding, [CLS], [SEP] -- never are);
-2. of the chosen positions, **80%** get the ``[MASK]`` token, **10%** a **random** token, and
-   **10%** are left **unchanged**;
-3. the loss is computed on the chosen positions only: every other label is ``IGNORE_INDEX``
-   (-100), which ``torch.nn.functional.cross_entropy`` skips.
-
-.. math::
-
-    \mathcal{L}_{MLM} = -\frac{1}{|C|} \sum_{i \in C} \log p_\theta\big(x_i \mid \tilde{x}\big),
-    \qquad C = \text{the chosen positions}, \ \tilde{x} = \text{the corrupted input}
-
-Why not always ``[MASK]``? ``[MASK]`` never appears when the model is used afterwards; if it were
-the only corruption, the model would only need good predictions at ``[MASK]`` positions. The 10%
-random and 10% unchanged tokens make it keep a prediction for *every* input token, since any of
-them may be one it is asked about. Why not the loss on every position? At the 85% unchosen
-positions the answer is in the input: the loss there teaches copying, not language.
-
-:func:`mask_tokens` applies the recipe to a batch with an explicit ``torch.Generator`` (never
-torch's global one); :class:`MaskedLMBatches` draws windows of a long id sequence, as
-:class:`seqlab.data.LMBatches` does, and masks each batch afresh every time it is drawn
-(RoBERTa's "dynamic masking").
+r"""BERT's masking recipe for MLM training (Devlin et al., 2019, section 3.1) and T5's span corruption counts.
+Notebook 16 teaches both.
 """
 
 from __future__ import annotations
@@ -50,20 +25,11 @@ class MaskedTokens(NamedTuple):
 
 def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, generator: torch.Generator, p: float = 0.15, *,
                 special_ids: Sequence[int] = (), mask_share: float = 0.8, random_share: float = 0.1) -> MaskedTokens:
-    """BERT's corruption of ``ids`` ``(..., n)`` for MLM training: ``(inputs, labels)`` of the same shape.
+    """BERT's corruption of ``ids`` ``(..., n)``: ``(inputs, labels)`` of the same shape.
 
-    Each position whose id is not in ``special_ids`` is chosen with probability ``p``. A chosen
-    position's input becomes ``mask_id`` with probability ``mask_share`` (0.8), a random token with
-    probability ``random_share`` (0.1), and stays as it is otherwise (0.1); its label is its
-    original id. Every other label is ``IGNORE_INDEX``, so the loss ignores it, and its input is
-    unchanged. Random tokens are drawn uniformly from the ids ``0 .. vocab_size - 1`` other than
-    ``mask_id`` and ``special_ids`` (they may happen to equal the original token, as in BERT).
-
-    ``generator`` (a ``torch.Generator`` on the CPU) makes every draw; the global RNG is not touched,
-    and the same generator state gives the same result whatever the ids are.
-
-    >>> g = torch.Generator().manual_seed(0)
-    >>> inputs, labels = mask_tokens(torch.arange(10).repeat(2, 1), mask_id=10, vocab_size=11, generator=g)
+    Non-special positions are chosen with probability ``p``; a chosen one becomes ``mask_id``
+    (``mask_share``), a random ordinary token (``random_share``) or stays, and its label is its id;
+    other labels are ``IGNORE_INDEX``. Every draw comes from ``generator`` (CPU).
     """
     specials = _check_mask_args(ids, mask_id, vocab_size, generator, p, special_ids, mask_share, random_share)
     shape = ids.shape
@@ -81,12 +47,7 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, generator: tor
 def apply_masking(ids: torch.Tensor, choose_draw: torch.Tensor, how_draw: torch.Tensor, random_tokens: torch.Tensor,
                   mask_id: int, p: float = 0.15, *, eligible: torch.Tensor | None = None, mask_share: float = 0.8,
                   random_share: float = 0.1) -> MaskedTokens:
-    """The recipe given its random draws (all ``(..., n)`` like ``ids``); :func:`mask_tokens` draws them.
-
-    Position ``i`` is chosen when ``choose_draw[i] < p`` (and ``eligible[i]``, default everywhere);
-    a chosen position gets ``mask_id`` when ``how_draw[i] < mask_share``, ``random_tokens[i]`` when
-    ``mask_share <= how_draw[i] < mask_share + random_share``, and keeps its id otherwise.
-    """
+    """The recipe given its random draws (all ``(..., n)`` like ``ids``); :func:`mask_tokens` draws them."""
     chosen = choose_draw < p                                                      # the positions the loss is on
     if eligible is not None:
         chosen = chosen & eligible                                                # special tokens never are
@@ -132,14 +93,8 @@ def _check_mask_args(ids, mask_id, vocab_size, generator, p, special_ids, mask_s
 
 
 class MaskedLMBatches:
-    """Batches ``(inputs, labels)`` ``(B, seq_len)`` for MLM training, from one long id sequence.
-
-    Windows are those of :class:`seqlab.data.LMBatches` (non-overlapping, shuffled with ``seed`` +
-    epoch; its next-token targets are not used); every batch is masked by :func:`mask_tokens` with
-    one generator seeded with ``seed``, so a window gets a new mask each time it is drawn and every
-    run is the same. ``mask_id`` and ``vocab_size`` are the model's: for characters with ids
-    ``0 .. V-1``, ``mask_id = V`` and ``vocab_size = V + 1``.
-    """
+    """Batches ``(inputs, labels)`` ``(B, seq_len)`` for MLM training: :class:`seqlab.data.LMBatches`' windows,
+    masked afresh each time they are drawn (one generator seeded with ``seed``)."""
 
     def __init__(self, ids: torch.Tensor, batch_size: int, seq_len: int, *, mask_id: int, vocab_size: int,
                  p: float = 0.15, seed: int = 0, shuffle: bool = True, special_ids: Sequence[int] = ()):
@@ -159,7 +114,7 @@ class MaskedLMBatches:
 
 # --- T5's span corruption (notebook 16): its lengths, a sampler, and BERT's single tokens counted as runs ----------
 class SpanLengths(NamedTuple):
-    """What span corruption of ``n`` tokens gives: tokens dropped, spans (= sentinels), encoder input, decoder target."""
+    """Span corruption's counts: tokens dropped, spans (= sentinels), encoder input, decoder target."""
 
     corrupted: int
     spans: int
@@ -168,9 +123,7 @@ class SpanLengths(NamedTuple):
 
 
 def span_lengths(n: int, rate: float = 0.15, mean_span: float = 3) -> SpanLengths:
-    """T5's counts for ``n`` tokens (Raffel et al. 2020, section 3.3.4): ``round(rate n)`` tokens dropped in
-    ``round(corrupted / mean_span)`` spans; the encoder reads the kept tokens and one sentinel per span, the decoder
-    writes every span after its sentinel, plus a final sentinel."""
+    """T5's span corruption counts for ``n`` tokens (Raffel et al. 2020, section 3.3.4)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 2:
         raise ValueError(f"n should be an int >= 2 (tokens to corrupt), got {n!r}")
     if not 0 < rate < 1 or mean_span < 1:
@@ -181,9 +134,7 @@ def span_lengths(n: int, rate: float = 0.15, mean_span: float = 3) -> SpanLength
 
 
 def sample_spans(n: int, generator: torch.Generator, rate: float = 0.15, mean_span: float = 3) -> list[tuple[int, int]]:
-    """Random spans ``[(start, end), ...]`` to drop from ``n`` tokens, with exactly :func:`span_lengths`' counts: the
-    kept and the corrupted tokens are each cut at random into ``spans`` runs of at least one token, which alternate
-    (kept first)."""
+    """Random spans ``[(start, end), ...]`` to drop from ``n`` tokens, with :func:`span_lengths`' counts."""
     corrupted, spans, _, _ = span_lengths(n, rate, mean_span)
 
     def cut(total: int, parts: int) -> list[int]:                 # ``parts`` positive lengths summing to ``total``
@@ -199,8 +150,7 @@ def sample_spans(n: int, generator: torch.Generator, rate: float = 0.15, mean_sp
 
 
 def count_runs(chosen: torch.Tensor) -> torch.Tensor:
-    """How many runs of consecutive True each row of ``chosen`` ``(..., n)`` holds: ``(...,)``. Merging each run of
-    positions chosen one at a time (BERT) into one span needs this many sentinels."""
+    """Runs of consecutive True per row of bool ``chosen`` ``(..., n)``: ``(...,)``."""
     if not isinstance(chosen, torch.Tensor) or chosen.dtype != torch.bool or chosen.dim() < 1:
         got = f"{chosen.dtype} tensor" if isinstance(chosen, torch.Tensor) else type(chosen).__name__
         raise TypeError(f"count_runs expects a bool tensor of shape (..., n), got {got}")

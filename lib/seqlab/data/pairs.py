@@ -1,14 +1,4 @@
-"""Source -> target pairs for encoder-decoder models (notebooks 7-8, 13): vocabularies and batches.
-
-A pair is two sequences of different lengths, e.g. ``"Sunday, 3 May 1998" -> "1998-05-03"``.
-The decoder is trained with *teacher forcing*: at step ``t`` it reads the true previous target
-token and predicts the next one, so its input is the target shifted right behind ``<bos>`` and
-its output is the target followed by ``<eos>``::
-
-    target      1 9 9 8 - 0 5 - 0 3
-    decoder in  <bos> 1 9 9 8 - 0 5 - 0 3
-    decoder out 1 9 9 8 - 0 5 - 0 3 <eos>
-"""
+"""Source -> target pairs for encoder-decoder models (notebooks 7-8, 13): vocabularies and teacher-forced batches."""
 
 from __future__ import annotations
 
@@ -23,7 +13,7 @@ PAIR_SPECIALS = (PAD, BOS, EOS)     # ids 0, 1, 2 in every vocabulary made by pa
 
 
 def pair_vocabs(pairs: Iterable[tuple[str, str]]) -> tuple[Vocab, Vocab]:
-    """Character vocabularies of the sources and of the targets, each with ``<pad> <bos> <eos>`` first."""
+    """Character vocabularies of the sources and of the targets, ``<pad> <bos> <eos>`` first."""
     pairs = list(pairs)
     if not pairs:
         raise ValueError("pair_vocabs needs at least one (source, target) pair")
@@ -41,17 +31,10 @@ def teacher_forcing(target: torch.Tensor, bos_id: int, eos_id: int) -> tuple[tor
 
 
 class PairBatches(PaddedBatches):
-    """Padded batches of ``(source ids, target ids)`` pairs, one epoch per pass, shuffled by seed.
+    """Padded batches ``(src (B, S_max), src_lengths (B,), tgt_in, tgt_out)`` of ``(source, target)`` id pairs.
 
-    Each batch is ``(src, src_lengths, tgt_in, tgt_out)``::
-
-        src          (B, S_max) long, padded with pad_id
-        src_lengths  (B,) long
-        tgt_in       (B, T_max + 1) long: <bos> + target, padded with pad_id
-        tgt_out      (B, T_max + 1) long: target + <eos>, padded with IGNORE_INDEX (-100), which
-                     the loss leaves out
-
-    Shuffling, ``len`` and ``drop_last`` work as in :class:`~seqlab.data.batching.PaddedBatches`.
+    ``tgt_in`` is ``<bos>`` + target, ``tgt_out`` target + ``<eos>`` padded with ``IGNORE_INDEX``, both
+    ``(B, T_max + 1)``.
     """
 
     def __init__(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], batch_size: int, *,
@@ -76,7 +59,7 @@ class PairBatches(PaddedBatches):
 
     def collate(self, pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Pad a list of ``(source, target)`` pairs into one batch ``(src, src_lengths, tgt_in, tgt_out)``."""
+        """``(source, target)`` pairs -> one batch."""
         src_lengths = torch.tensor([len(s) for s, _ in pairs], dtype=torch.long)
         src = torch.full((len(pairs), int(src_lengths.max())), self.pad_id, dtype=torch.long)
         steps = max(len(t) for _, t in pairs) + 1

@@ -25,8 +25,7 @@ class CharLMData:
 
 @lru_cache(maxsize=4)
 def char_lm_data(corpus: str = "shakespeare", fractions: Sequence[float] = (0.9, 0.1, 0.0)) -> CharLMData:
-    """Character-level language-modelling data; the default is the course's Shakespeare set-up
-    (all 5.06M characters, 84 symbols, the first 90% to train on, the last 10% to validate)."""
+    """Character-level language-modelling data (default: the course's Shakespeare split)."""
     text = load_corpus(corpus)
     vocab = Vocab.chars(text)
     parts = split_text(text, tuple(fractions))

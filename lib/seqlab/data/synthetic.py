@@ -1,15 +1,5 @@
-"""Seeded generators for the synthetic tasks of later notebooks.
-
-- :func:`make_dates`: human-readable dates -> ISO 8601 (seq2seq and attention, notebooks 7-8, 13).
-- :func:`copy_task`, :func:`reverse_task`: map a token sequence to itself or its reverse;
-  :func:`make_reversals`: digit strings of many lengths and their reverses (notebooks 7-8).
-- :func:`adding_problem`: the long-range memory task of Hochreiter & Schmidhuber (1997), in the later
-  form with values in [0, 1) and the raw sum as target (Le, Jaitly & Hinton, 2015), where a vanilla RNN
-  fails once the sequence is long and an LSTM succeeds (notebooks 4-5).
-
-The same seed always gives the same data, on every machine (torch's CPU generator and Python's
-``random.Random`` are both platform-independent).
-"""
+"""Seeded generators for the synthetic tasks (dates, copy, reversal, the adding problem); the same seed
+gives the same data on every machine."""
 
 from __future__ import annotations
 
@@ -88,10 +78,7 @@ def _random_tokens(n: int, length: int, vocab_size: int, seed: int, reserved: in
 
 
 def copy_task(n: int, length: int, vocab_size: int = 10, *, seed: int = 0, reserved: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random token sequences and themselves: ``(source, target)``, each (n, length).
-
-    Ids ``0..reserved-1`` are kept free for special tokens (padding, start, end).
-    """
+    """Random token sequences and themselves: ``(source, target)``, each (n, length); ids ``>= reserved``."""
     source = _random_tokens(n, length, vocab_size, seed, reserved)
     return source, source.clone()
 
@@ -103,10 +90,7 @@ def reverse_task(n: int, length: int, vocab_size: int = 10, *, seed: int = 0, re
 
 
 def make_reversals(n: int, *, min_len: int = 2, max_len: int = 24, seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` strings of random digits, of lengths drawn uniformly from ``min_len..max_len``, each
-    paired with its reverse: ``("8312", "2138")``. The encoder-decoder's bottleneck test (notebooks 7-8):
-    every digit must pass through the encoder's final state, and the first one read is the last written.
-    """
+    """``n`` random digit strings (lengths ``min_len..max_len``) with their reverses: ``("8312", "2138")``."""
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
     if n < 0:
@@ -120,15 +104,8 @@ def make_reversals(n: int, *, min_len: int = 2, max_len: int = 24, seed: int = 0
 
 
 def adding_problem(n: int, length: int, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """The adding problem: sum the two numbers that carry a marker.
-
-    Each step holds two features: a value drawn uniformly from [0, 1), and a marker that is 1 at
-    exactly two steps (one in the first half of the sequence, one in the second) and 0 elsewhere.
-    The target is the sum of the two marked values. Predicting the mean (1.0) gives a mean
-    squared error of about 1/6 ≈ 0.167; a model that remembers the first marked value across
-    ``length / 2`` steps does far better.
-
-    Returns ``x`` of shape (n, length, 2) and ``y`` of shape (n,), float32.
+    """The adding problem (Le, Jaitly & Hinton, 2015): ``x`` (n, length, 2) holds a value in [0, 1) and a marker
+    (1 at one step per half); ``y`` (n,) is the sum of the two marked values. Predicting 1.0 has MSE 1/6.
     """
     if length < 2:
         raise ValueError(f"length must be at least 2 (one marker in each half), got {length}")

@@ -1,26 +1,5 @@
-"""Tagging and classification data cut from the Shakespeare text (notebook 6).
-
-Two real tasks, with labels that the text itself provides:
-
-- **Word boundaries** (many-to-many, one tag per character). Take a line, delete its spaces,
-  and tag each remaining character 1 if a space followed it, else 0::
-
-      line:   "To be, or not"
-      chars:  T o b e , o r n o t
-      tags:   0 1 0 0 1 0 1 0 0 -        (- = IGNORE_INDEX: the line ends here, no gap to tag)
-
-  Whether a word ends after "the" depends on what comes next ("the|king" vs "there"), so a
-  model that sees the right-hand context has a real advantage: the point of bidirectional RNNs.
-  :func:`remove_spaces` and :func:`restore_spaces` go back and forth; :func:`word_boundary_data`
-  builds the train / validation / test lines from contiguous parts of the corpus (as
-  :func:`seqlab.data.split_text` does, so neighbouring lines never straddle two splits).
-
-- **Question or statement?** (many-to-one, one label per sentence). Sentences of the speeches
-  with their final "?" or "." removed, labelled 1 for a question: :func:`question_data`.
-
-:class:`seqlab.data.batching.PaddedBatches` turns either into padded batches ``(ids, targets,
-lengths)``; padded target positions hold ``IGNORE_INDEX`` (-100, the default ``ignore_index`` of
-``torch.nn.functional.cross_entropy``), also defined in :mod:`seqlab.data.batching`.
+"""Tagging and classification data cut from the Shakespeare text (notebook 6): word boundaries
+(:func:`word_boundary_data`, one tag per character) and question or statement (:func:`question_data`).
 """
 
 from __future__ import annotations
@@ -42,10 +21,8 @@ NO_SPACE, SPACE = 0, 1
 
 # -- word boundaries ---------------------------------------------------------------------------
 def remove_spaces(line: str) -> tuple[str, list[int]]:
-    """Delete the spaces of ``line``; tag each remaining character 1 if a space followed it.
-
-    Runs of whitespace count as one gap and leading/trailing whitespace is dropped. The last
-    character's tag is ``IGNORE_INDEX``: the line ends there, so there is no gap to decide.
+    """Delete the spaces of ``line``; tag each remaining character 1 if a space followed it
+    (the last one ``IGNORE_INDEX``).
 
     >>> remove_spaces("To be,  or not")
     ('Tobe,ornot', [0, 1, 0, 0, 1, 0, 1, 0, 0, -100])
@@ -61,11 +38,7 @@ def remove_spaces(line: str) -> tuple[str, list[int]]:
 
 
 def restore_spaces(chars: str, tags: Sequence[int] | torch.Tensor) -> str:
-    """Put a space after every character tagged 1 (the inverse of :func:`remove_spaces`).
-
-    >>> restore_spaces("Tobe,ornot", [0, 1, 0, 0, 1, 0, 1, 0, 0, 0])
-    'To be, or not'
-    """
+    """Put a space after every character tagged 1 (the inverse of :func:`remove_spaces`)."""
     if isinstance(tags, torch.Tensor):
         tags = tags.tolist()
     if len(tags) != len(chars):
@@ -105,8 +78,8 @@ def _keep_line(words: list[str], min_words: int, max_chars: int) -> bool:
 
 
 def tag_lines(text: str, vocab: Vocab, *, min_words: int = 3, max_chars: int = 80) -> list[TaggedLine]:
-    """Every line of ``text`` with at least ``min_words`` words and at most ``max_chars``
-    non-space characters, as a :class:`TaggedLine` (in text order)."""
+    """Lines of ``text`` with at least ``min_words`` words and at most ``max_chars`` non-space characters,
+    as :class:`TaggedLine`."""
     out = []
     for raw in text.split("\n"):
         words = raw.split()
@@ -120,12 +93,7 @@ def tag_lines(text: str, vocab: Vocab, *, min_words: int = 3, max_chars: int = 8
 @lru_cache(maxsize=4)
 def word_boundary_data(corpus: str = "shakespeare", fractions: Sequence[float] = (0.9, 0.05, 0.05), *,
                        min_words: int = 3, max_chars: int = 80) -> TaggingData:
-    """The word-boundary task on a corpus: its lines without spaces, tagged where spaces were.
-
-    The corpus is cut into contiguous train / validation / test parts with
-    :func:`seqlab.data.split_text` (by default the first 90 %, the next 5 %, the last 5 %), and
-    each part's qualifying lines become examples (see :func:`tag_lines`).
-    """
+    """The word-boundary task: :func:`tag_lines` of each contiguous part (``split_text``) of ``corpus``."""
     if min_words < 1 or max_chars < 1:
         raise ValueError(f"min_words and max_chars must be at least 1, got min_words={min_words}, "
                          f"max_chars={max_chars}")
@@ -165,9 +133,7 @@ def _is_heading(line: str) -> bool:
 
 
 def sentences(text: str) -> list[str]:
-    """The sentences of the speeches in ``text``: lines that are all capitals (speaker names,
-    headings) and stage directions in brackets are dropped, the rest is joined with single
-    spaces and cut after each ``.``, ``?`` or ``!``. A sentence starts with a capital letter."""
+    """The sentences of the speeches in ``text`` (speaker names, headings, stage directions dropped)."""
     kept = [line for line in text.split("\n")
             if not (_is_heading(line) or line.lstrip().startswith("[") or line.rstrip().endswith("]"))]
     return _SENTENCE_RE.findall(" ".join(" ".join(kept).split()))
@@ -177,13 +143,8 @@ def sentences(text: str) -> list[str]:
 def question_data(corpus: str = "shakespeare", *, max_examples: int = 20_000, min_words: int = 4,
                   max_chars: int = 80, fractions: Sequence[float] = (0.8, 0.1, 0.1),
                   seed: int = 0) -> ClassificationData:
-    """Is a sentence a question? Label 1 if it ended with "?", 0 if with "." ("!" is left out).
-
-    The final mark is removed from the text, so the model must tell from the words (*What*,
-    *Dost thou*, *Is it*, ...). Sentences of at least ``min_words`` words and at most
-    ``max_chars`` characters (without the mark) are shuffled with ``seed``, the first
-    ``max_examples`` kept and split with :func:`seqlab.data.split_items`.
-    """
+    """Sentences without their final mark, labelled 1 if it was "?", 0 if "." ("!" is left out);
+    shuffled with ``seed``, at most ``max_examples``, split by :func:`seqlab.data.split_items`."""
     text = load_corpus(corpus)
     vocab = Vocab.chars(text, specials=(PAD,))
     pairs = [(s[:-1], int(s[-1] == "?")) for s in sentences(text)

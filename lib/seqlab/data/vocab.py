@@ -1,9 +1,4 @@
-"""Vocabularies: map characters or words to integer ids and back.
-
-A character vocabulary is what the char-RNN notebooks use; a word vocabulary (with ``<unk>``
-for rare words) is what word-level tasks use. Special tokens, when asked for, come first, so
-``<pad>`` is id 0 wherever it exists.
-"""
+"""Vocabularies: characters or words to integer ids and back; special tokens come first."""
 
 from __future__ import annotations
 
@@ -29,10 +24,7 @@ def word_tokenize(text: str) -> list[str]:
 class Vocab:
     """An ordered set of tokens with ``encode`` (tokens -> ids) and ``decode`` (ids -> text).
 
-    ``level="char"`` tokenizes a string into characters and decodes by concatenation;
-    ``level="word"`` tokenizes with :func:`word_tokenize` and decodes with spaces.
-    A token outside the vocabulary maps to ``<unk>`` when the vocabulary has it, and is an
-    error otherwise (a silent wrong id would be worse).
+    An unknown token maps to ``<unk>`` if the vocabulary has it, else raises KeyError.
     """
 
     def __init__(self, tokens: Sequence[str], *, level: str = "char", specials: Sequence[str] = ()):
@@ -54,7 +46,7 @@ class Vocab:
     @classmethod
     def words(cls, text: str | Iterable[str], *, min_freq: int = 1, max_size: int | None = None,
               specials: Sequence[str] = (PAD, UNK)) -> Vocab:
-        """Words of ``text`` seen at least ``min_freq`` times, most frequent first (ties by spelling)."""
+        """Words seen at least ``min_freq`` times, most frequent first."""
         tokens = word_tokenize(text) if isinstance(text, str) else list(text)
         counts = Counter(tokens)
         kept = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
@@ -77,7 +69,7 @@ class Vocab:
         return list(text) if self.level == "char" else word_tokenize(text)
 
     def encode(self, text: str | Sequence[str]) -> torch.Tensor:
-        """Token ids of ``text`` (a string, or an already tokenized list) as a 1-D LongTensor."""
+        """Token ids of ``text`` (a string or a token list), 1-D long."""
         tokens = self.tokenize(text) if isinstance(text, str) else list(text)
         unk = self.stoi.get(UNK)
         try:

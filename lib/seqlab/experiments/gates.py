@@ -1,7 +1,4 @@
-"""Notebook 5's experiment: what the trained character GRU's word-boundary unit does with its gates at a space.
-
-The notebook shows the measurement; the ``predict_space_gates`` exercise judges a prediction of it.
-"""
+"""Notebook 5's experiment: the trained character GRU's gates at a space."""
 
 from __future__ import annotations
 
@@ -15,12 +12,8 @@ SPACE_GATE_CHARS = 4000        # the first 4,000 characters of the validation te
 
 @lru_cache(maxsize=1)
 def measure_space_gates() -> dict[str, Any]:
-    """Notebook 5's measurement on the trained character GRU (``charlm-gru``): over the first 4,000 validation
-    characters, the unit whose update gate separates spaces from other characters best (mean difference
-    in standard deviations, notebook 4's recipe), and that unit's mean reset gate ``r`` and (torch's)
-    update gate ``z`` at spaces and elsewhere:
-    ``{"unit": int, "score": float, "r": (at spaces, elsewhere), "z": (at spaces, elsewhere)}``.
-    Leaves torch's global generator alone; measured once per process."""
+    """The ``charlm-gru`` unit whose update gate best tells spaces apart, and its mean gates at spaces and
+    elsewhere: ``{"unit", "score", "r": (space, other), "z": (space, other)}``."""
     import numpy as np
 
     from seqlab.data import char_lm_data

@@ -1,15 +1,5 @@
-"""Notebook 14's experiment: in-context copying, a task where a small GPT beats an LSTM of its size.
-
-Each sequence is a random string of ``length`` tokens from ``vocab`` symbols, a separator, then the same
-string again. Only the second copy is scored: its tokens cannot be guessed (every symbol is equally likely),
-but each one was seen exactly ``length + 1`` positions earlier. Attention can read that position directly;
-an LSTM must carry all ``length`` random tokens in its fixed-size state until they are needed. A two-layer
-model of attention that completes repeated text this way is what Olsson et al. (2022), *In-context Learning
-and Induction Heads*, study; here the positions are learned, so the model may also look a fixed distance
-back.
-
-The "Why the Transformer won" section of notebook 14 shows the runs; its final cell asserts the margin.
-"""
+"""Notebook 14's experiment: in-context copying ``s, SEP, s`` (scored on the second copy), where a small GPT
+beats an LSTM of its size."""
 
 from __future__ import annotations
 
@@ -26,14 +16,7 @@ IGNORE = -100          # F.cross_entropy's default ignore_index: lm_loss skips t
 
 @dataclass(frozen=True)
 class CopyConfig:
-    """The task and the training budget, the same for both models.
-
-    Chosen so that the outcome does not hang on the seed or the machine's arithmetic: at 150 steps the GPT copies
-    every held-out token (accuracy 1.000, seeds 0-5) while the LSTM stays at chance (0.061-0.064, 1/16 = 0.0625),
-    on a 2-core CPU with one thread, natively and under the "baseline" profile (seeds 0-2). The GPT already
-    copies perfectly at 100 steps (seeds 0-5). The same LSTM does copy short strings: 0.95 of the second copy
-    at length 4 and 0.60 at length 8 (seed 0, 150 steps); at length 24 it is still at chance after 1,000 steps.
-    """
+    """The task and budget for both models, chosen so that the outcome hangs on neither seed nor machine."""
 
     length: int = 24            # L: tokens in each copy
     vocab: int = 16             # random symbols; the separator is one more token, id ``vocab``
@@ -47,13 +30,13 @@ class CopyConfig:
 
     @property
     def chance(self) -> float:
-        """The accuracy of a uniform guess, ``1 / vocab``."""
+        """The accuracy of a uniform guess."""
         return 1.0 / self.vocab
 
 
 @dataclass
 class CopyRun:
-    """One model trained on the copying task: what the notebook prints and plots."""
+    """One model trained on the copying task."""
 
     model: str
     seed: int
@@ -64,12 +47,7 @@ class CopyRun:
 
 
 def copy_batch(n: int, config: CopyConfig, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-    """``n`` sequences ``s, SEP, s`` as inputs and next-token targets, each ``(n, 2 L)``.
-
-    The input is the whole sequence but its last token; the target at position ``t`` is the token at ``t + 1``,
-    set to ``IGNORE`` for the first ``L`` positions (their targets are the rest of the first copy and the
-    separator, which no model can know). So only the ``L`` tokens of the second copy count.
-    """
+    """``n`` sequences ``s, SEP, s``: inputs and targets ``(n, 2 L)``, targets ``IGNORE`` on the first copy."""
     L, V = config.length, config.vocab
     s = torch.randint(0, V, (n, L), generator=generator)                        # (n, L) random strings
     sequence = torch.cat([s, torch.full((n, 1), V), s], dim=1)                   # (n, 2L + 1)
@@ -80,7 +58,7 @@ def copy_batch(n: int, config: CopyConfig, generator: torch.Generator) -> tuple[
 
 @torch.no_grad()
 def copy_accuracy(model: torch.nn.Module, x: Tensor, y: Tensor) -> float:
-    """Share of the second copy's tokens that the model's most likely next token gets right."""
+    """Argmax accuracy on the second copy."""
     from seqlab.modes import evaluating
 
     with evaluating(model):
@@ -91,7 +69,7 @@ def copy_accuracy(model: torch.nn.Module, x: Tensor, y: Tensor) -> float:
 
 
 class _Batches:
-    """An endless stream of fresh training batches from one seeded generator."""
+    """Endless seeded training batches."""
 
     def __init__(self, config: CopyConfig, seed: int):
         self.config, self.generator = config, torch.Generator().manual_seed(seed)
@@ -102,7 +80,7 @@ class _Batches:
 
 
 def copy_model(kind: str, config: CopyConfig) -> torch.nn.Module:
-    """``"gpt"``: seqlab's GPT, 2 blocks of width ``d_model``, 4 heads, causal; ``"lstm"``: a one-layer CharLM."""
+    """``"gpt"`` (2 blocks, 4 heads) or ``"lstm"`` (a one-layer CharLM)."""
     if kind == "gpt":
         from seqlab.models.gpt import GPT, GPTConfig
 
@@ -117,9 +95,7 @@ def copy_model(kind: str, config: CopyConfig) -> torch.nn.Module:
 
 
 def train_copy(kind: str, seed: int, config: CopyConfig = CopyConfig()) -> CopyRun:
-    """Train one model on the copying task: weights from ``torch.manual_seed(seed)``, batches from a generator
-    seeded with ``seed``, then its accuracy on held-out sequences (another generator, seeded ``10_000 + seed``).
-    Runs inside ``fork_rng``, so torch's global generator is left as it was."""
+    """One :class:`CopyRun`, everything seeded by ``seed``; torch's generator is left alone."""
     from seqlab.train import lm_loss, train
 
     with torch.random.fork_rng(devices=[]):
@@ -136,11 +112,10 @@ def train_copy(kind: str, seed: int, config: CopyConfig = CopyConfig()) -> CopyR
 @lru_cache(maxsize=2)
 def measure_induction(seeds: tuple[int, ...] = (0, 1),
                       config: CopyConfig = CopyConfig()) -> dict[tuple[str, int], CopyRun]:
-    """The GPT and the LSTM of :func:`copy_model`, each trained with :func:`train_copy` for every seed:
-    ``{(kind, seed): CopyRun}``. About 6 s per seed for both models on one CPU thread."""
+    """``{(kind, seed): CopyRun}`` for both models and every seed."""
     return {(kind, seed): train_copy(kind, seed, config) for seed in seeds for kind in ("gpt", "lstm")}
 
 
 def uniform_loss(config: CopyConfig = CopyConfig()) -> float:
-    """``ln vocab``: the second-copy loss of a model that has learned nothing but the symbols' frequencies."""
+    """``ln vocab``: the second-copy loss of a uniform guess."""
     return math.log(config.vocab)

@@ -1,4 +1,4 @@
-"""Notebook 16's experiment: which of two sentence pairs the pretrained MiniLM finds more similar."""
+"""Notebook 16's experiment: which sentence pair MiniLM finds more similar."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ PAIR_B = ("I loved this film.", "The movie was wonderful.")
 
 @lru_cache(maxsize=1)
 def measure_pair_similarities() -> tuple[float, float]:
-    """The cosine similarity MiniLM (seqlab.minilm.load_minilm) gives pair A and pair B."""
+    """MiniLM's cosine similarity of pair A and of pair B."""
     from seqlab.minilm import load_minilm
 
     with torch.random.fork_rng(devices=[]):                      # building the model draws initial weights

@@ -8,9 +8,7 @@ import torch
 
 @lru_cache(maxsize=1)
 def measure_untrained_loss() -> tuple[float, int]:
-    """The validation loss (nats per character) of notebook 2's character RNN straight after initialisation
-    (CharLM, cell "rnn", embedding 64, 256 units, torch's default initialisation under seed 0) on the
-    first of the course's fixed validation batches (32 windows of 64 characters), and the vocabulary size V."""
+    """Notebook 2's character RNN at initialisation (seed 0): its loss on the first validation batch, and V."""
     from seqlab import pretrained
     from seqlab.data import char_lm_data
     from seqlab.models.charlm import CharLM, CharLMConfig

@@ -1,9 +1,4 @@
-"""Notebook 6's experiment: putting the spaces back into Shakespeare with three GRU taggers.
-
-Section 3.2 trains a left-to-right, a two-layer and a bidirectional tagger on the same batches and
-compares their test errors; the ``predict_error_ratio`` exercise judges a prediction of that ratio.
-Both read the runs here, trained once per process.
-"""
+"""Notebook 6's experiment: restoring Shakespeare's spaces with three GRU taggers."""
 
 from __future__ import annotations
 
@@ -23,12 +18,7 @@ TAGGER_STEPS, TAGGER_BATCH = 200, 32
 
 @lru_cache(maxsize=1)
 def space_taggers() -> dict[str, tuple[torch.nn.Module, Any]]:
-    """Notebook 6's three word-boundary taggers (``TAGGER_CONFIGS``), each trained for 200 steps of 32 lines
-    with Adam (lr 1e-2) from seed 0 on the same batches: ``{name: (model, history)}``.
-
-    Trained once per process (a few seconds each on one CPU thread), inside ``fork_rng`` so that the
-    student's random numbers stay where they were; the notebook uses these very models.
-    """
+    """The taggers of ``TAGGER_CONFIGS``, trained on the same batches from seed 0: ``{name: (model, history)}``."""
     from seqlab.data import PaddedBatches
     from seqlab.data.tagging import word_boundary_data
     from seqlab.models.readout import SequenceTagger
@@ -37,8 +27,7 @@ def space_taggers() -> dict[str, tuple[torch.nn.Module, Any]]:
 
     data = word_boundary_data()
     trained = {}
-    # one thread, as in the notebook: the same numbers wherever this runs, and small GRUs gain nothing
-    # from a second thread (on a busy machine, threads that wait for each other make training far slower)
+    # one thread, as in the notebook: the same numbers wherever this runs
     with torch_threads(1), torch.random.fork_rng(devices=[]):
         for name, config in TAGGER_CONFIGS.items():
             torch.manual_seed(0)
@@ -51,8 +40,7 @@ def space_taggers() -> dict[str, tuple[torch.nn.Module, Any]]:
 
 @lru_cache(maxsize=1)
 def measure_error_ratio() -> dict[str, float]:
-    """Held-out test errors (share of gaps tagged wrong) of the left-to-right tagger ``uni-1`` and the
-    bidirectional ``bi-1``, and their ratio: ``{"uni-1": ..., "bi-1": ..., "ratio": uni-1 / bi-1}``."""
+    """Test errors of ``uni-1`` and ``bi-1``, and their ``"ratio"``."""
     from seqlab.data import PaddedBatches
     from seqlab.data.tagging import word_boundary_data
     from seqlab.tagging import evaluate_tagger
@@ -63,10 +51,8 @@ def measure_error_ratio() -> dict[str, float]:
 
 
 def through_bidirectional(model: torch.nn.Module, examples: list, bidirectional=None) -> tuple[list, list]:
-    """Run a trained bidirectional tagger (``bi-1``) on ``examples`` as one padded batch, its layer computed by
-    ``bidirectional(xs (T, B, F), lengths, forward_rnn, backward_rnn)`` (notebook 6's Exercise 1; time first)
-    from the layer's two directions as one-way GRUs, or by the model itself when ``bidirectional`` is None.
-    Returns each example's predicted tags ``(n,)`` and ``P(space)`` ``(n,)``, as two lists."""
+    """Tags and ``P(space)`` per example from ``bi-1``, its layer run by ``bidirectional(xs (T, B, F), lengths,
+    fwd, bwd)`` (Exercise 1) or, if None, by the model."""
     from seqlab.nn import GRU
 
     rnn = model.rnn

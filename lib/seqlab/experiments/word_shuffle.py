@@ -1,7 +1,4 @@
-"""Notebook 1's experiment: which n-gram model notices that the words of each line were shuffled?
-
-The notebook shows the perplexities; the ``predict_word_shuffle`` exercise judges a prediction of them.
-"""
+"""Notebook 1's experiment: which n-gram model notices that each line's words were shuffled?"""
 
 from __future__ import annotations
 
@@ -12,11 +9,7 @@ SHUFFLE_TEXT_CHARS = 50_000          # the first 50,000 characters of notebook 1
 
 
 def shuffle_words(text: str, seed: int = 0) -> str:
-    """``text`` with the words of every line in a random order (own generator, seeded).
-
-    Lines stay where they are and every character is kept (split on single spaces, so the
-    indentation's spaces survive): only the order of the words within each line changes.
-    """
+    """``text`` with each line's words (split on single spaces) in a seeded random order."""
     rng = random.Random(seed)
     lines = []
     for line in text.split("\n"):
@@ -28,9 +21,7 @@ def shuffle_words(text: str, seed: int = 0) -> str:
 
 @lru_cache(maxsize=1)
 def measure_word_shuffle() -> dict[str, tuple[float, float]]:
-    """Perplexity of notebook 1's unigram and 5-gram models (interpolated Kneser-Ney, counted on the
-    first 90 % of Shakespeare) on the first 50,000 validation characters, as written and with the words of
-    every line shuffled: ``{"unigram": (original, shuffled), "5-gram": (original, shuffled)}``."""
+    """Perplexities of notebook 1's unigram and 5-gram models on validation text, as written and shuffled."""
     from seqlab.data import Vocab, load_corpus, split_text
     from seqlab.ngram import NGramLM
 

@@ -1,14 +1,4 @@
-"""Task models built from seqlab's building blocks (:mod:`seqlab.nn`), one module each.
-
-Recurrent: ``window_lm`` (``WindowLM``, the fixed-window model notebook 2 starts from), ``charlm``
-(``CharLM``, the character language model, and ``continue_with_cell``, which runs one with a cell function
-written elsewhere), ``readout`` (``SequenceTagger``, ``SequenceClassifier``),
-``regressor`` (``SequenceRegressor``, the adding problem), ``seq2seq`` (``Seq2Seq``, optional attention).
-Transformer: ``encoder`` (``EncoderModel``), ``transformer_seq2seq`` (``TransformerSeq2Seq``, with Seq2Seq's
-batches, loss and decoding), ``gpt`` (``GPT``, and ``KVCache`` for generation; ``gpt_listing`` is its one-file teaching twin) and ``bert`` (``BertEncoder``,
-which loads real BERT weights, and ``BertForMaskedLM``). A model's ``*Config``, where it has one, sits
-beside it.
-"""
+"""Task models built from :mod:`seqlab.nn`, one module each (``gpt_listing``: GPT's one-file teaching twin)."""
 
 from seqlab.models.bert import BertConfig, BertEncoder, BertForMaskedLM
 from seqlab.models.charlm import CharLM, CharLMConfig, continue_with_cell

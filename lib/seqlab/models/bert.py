@@ -1,14 +1,7 @@
-r"""A BERT-layout encoder (Devlin et al., 2019) built from seqlab's own pieces, able to load real BERT weights.
+r"""BERT (Devlin et al., 2019) from seqlab's pieces, able to load real Hugging Face BERT weights. Notebook 16.
 
-BERT's layout: :math:`X^{(0)} = \mathrm{LN}(E_{word}[x] + P + E_{type}[t])` with a *learned* position table
-(no input longer than ``max_len``), then seqlab's :class:`~seqlab.nn.transformer.TransformerEncoderLayer` in
-BERT's configuration -- post-norm, the exact (erf) GELU, LayerNorm :math:`\epsilon = 10^{-12}` -- with
-bidirectional attention that never reads padding, and an optional pooler (tanh of a dense layer on [CLS]).
-These choices are what let real BERT weights reproduce BERT's outputs. :class:`BertForMaskedLM` adds BERT's
-masked-LM head, its read-out tied to the word embeddings. :func:`convert_hf_state_dict` and
-:func:`load_hf_bert` load a Hugging Face BERT folder strictly, with ``safetensors`` and without
-``transformers`` (a test checks against it). ``BertConfig(causal=True)`` builds a same-size left-to-right
-twin, for comparisons. Taught in notebook 16.
+:math:`X^{(0)} = \mathrm{LN}(E_{word}[x] + P + E_{type}[t])` (learned positions), then post-norm encoder
+layers with the erf GELU and LayerNorm :math:`\epsilon = 10^{-12}`, as BERT's weights need.
 """
 
 from __future__ import annotations
@@ -87,19 +80,10 @@ class BertOutput(NamedTuple):
 
 
 class BertEncoder(nn.Module):
-    """Token ids ``(B, n)`` -> hidden states ``(B, n, d_model)``, BERT's layout (see the module docstring).
+    """Token ids ``(B, n)`` -> hidden states ``(B, n, d_model)``.
 
-    ``forward(input_ids, attention_mask=None, token_type_ids=None, *, lengths=None,
-    need_weights=False, output_hidden_states=False)``. The real tokens of a padded batch are given
-    either by ``attention_mask`` ``(B, n)`` (1 / True = may attend: a real token; Hugging Face's meaning,
-    which is seqlab's) or by ``lengths`` ``(B,)`` (padding at the end), not both; padding is never
-    attended to (its own hidden states are meaningless). ``token_type_ids`` defaults to all zeros.
-
-    Returns the last hidden state; with ``need_weights`` or ``output_hidden_states``, a
-    :class:`BertOutput` whose ``attentions[l, b, h, i, j]`` is how much query ``i`` of layer ``l``,
-    head ``h`` read key ``j`` (the weights the layers computed for this very output, ready for
-    :class:`seqlab.widgets.attention.AttentionExplorer`), and whose ``hidden_states[0]`` is the
-    embeddings' output and ``hidden_states[l]`` layer ``l``'s.
+    Padding is given by ``attention_mask`` ``(B, n)`` (1 / True = real token) or ``lengths`` ``(B,)``,
+    not both. With ``need_weights`` or ``output_hidden_states`` it returns a :class:`BertOutput`.
     """
 
     def __init__(self, config: BertConfig):
@@ -194,19 +178,11 @@ class BertEncoder(nn.Module):
 
 
 class BertForMaskedLM(nn.Module):
-    r"""A :class:`BertEncoder` with BERT's masked-LM head: token ids ``(B, n)`` -> logits ``(B, n, V)``.
+    r"""A :class:`BertEncoder` (no pooler) with BERT's masked-LM head: ids ``(B, n)`` -> logits ``(B, n, V)``.
 
-    The head is :math:`\mathrm{LN}(\mathrm{GELU}(h W_t + b_t)) E_{word}^\top + b_{out}` on every
-    position; its output matrix is the encoder's word embedding matrix itself (one parameter,
-    trained from both ends: no copy is kept). The encoder is built without BERT's pooler (the MLM
-    does not use it). Weights start as BERT's do: normal with standard deviation
-    ``initializer_range`` (0.02), biases 0, LayerNorms 1 and 0.
-
-    ``forward`` takes :class:`BertEncoder`'s arguments and returns the logits; with
-    ``need_weights`` or ``output_hidden_states``, ``(logits, BertOutput)``. Trained with
-    ``seqlab.train.lm_loss`` on ``(inputs, labels)`` batches from
-    :class:`seqlab.data.masking.MaskedLMBatches` it is an MLM; ``BertConfig(causal=True)`` and
-    next-token ``(x, y)`` batches make the same network a left-to-right language model.
+    Head: :math:`\mathrm{LN}(\mathrm{GELU}(h W_t + b_t)) E_{word}^\top + b_{out}`, tied to the word embeddings.
+    ``forward`` takes :class:`BertEncoder`'s arguments; with ``need_weights`` or ``output_hidden_states``
+    it returns ``(logits, BertOutput)``.
     """
 
     def __init__(self, config: BertConfig, *, initializer_range: float = 0.02):
@@ -271,12 +247,8 @@ _EMBEDDING_KEYS = {
 def convert_hf_state_dict(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
     """A Hugging Face ``BertModel`` state dict under :class:`BertEncoder`'s names.
 
-    ``encoder.layer.N.attention.self.{query,key,value}`` become one ``encoder.layers.N.self_attn.
-    in_proj_weight`` ``(3 d, d)`` (rows: q, then k, then v) and ``in_proj_bias``; the rest is renamed
-    one to one. A ``bert.`` prefix (as in ``BertForMaskedLM`` checkpoints) is dropped; old
-    ``LayerNorm.gamma`` / ``beta`` names are read as ``weight`` / ``bias``. The constant
-    ``embeddings.position_ids`` buffer is dropped after checking it is ``0, 1, 2, ...``. A key that
-    is neither is passed through unchanged, so that strict loading names it as unexpected.
+    q, k, v stack into ``in_proj_weight`` ``(3 d, d)`` and ``in_proj_bias``; a ``bert.`` prefix and
+    ``embeddings.position_ids`` (checked: ``0, 1, 2, ...``) are dropped; unknown keys pass through.
     """
     source = {(k[len("bert."):] if k.startswith("bert.") else k): v for k, v in state_dict.items()}
     source = {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
@@ -314,12 +286,8 @@ def convert_hf_state_dict(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]
 
 
 def load_hf_bert(folder: str | Path, *, pooler: bool = True) -> BertEncoder:
-    """A :class:`BertEncoder` (in eval mode, on the CPU) with the weights of a Hugging Face BERT folder.
-
-    Reads ``config.json`` and ``model.safetensors`` (with ``safetensors``, so nothing is executed
-    and nothing is downloaded), converts the names with :func:`convert_hf_state_dict` and loads
-    strictly. ``pooler=False`` drops the checkpoint's pooler (and builds none).
-    """
+    """A :class:`BertEncoder` (eval mode, CPU) loaded strictly from a Hugging Face folder's ``config.json``
+    and ``model.safetensors``; ``pooler=False`` builds none."""
     from safetensors.torch import load_file
 
     folder = Path(folder)

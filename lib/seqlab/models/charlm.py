@@ -1,12 +1,6 @@
-"""A character-level language model: embedding -> recurrent layers -> linear read-out.
+"""A character-level language model: ``p(x_{t+1} | x_{≤t}) = softmax(W_y RNN(E[x])_t + b_y)``.
 
-    e_t = E[x_t]                                   (B, T, d_emb)
-    h_t = RNN / LSTM / GRU (e_t, h_{t-1})          (B, T, H)
-    p(x_{t+1} | x_{≤t}) = softmax(W_y h_t + b_y)   (B, T, V)
-
-The recurrent part is seqlab's own from-scratch RNN, LSTM or GRU (``cell=``); pass
-``reference=True`` to use torch.nn's twin instead, for comparisons. :func:`continue_with_cell` runs a
-trained model with a cell function written elsewhere (a student's GRU or LSTM cell) in place of its own.
+``reference=True`` uses torch.nn's recurrent layer instead of seqlab's, for comparisons.
 """
 
 from __future__ import annotations
@@ -76,15 +70,10 @@ CellFunction = Callable[..., "Tensor | tuple[Tensor, ...]"]
 @torch.no_grad()
 def continue_with_cell(model: CharLM, cell: CellFunction, prompt: Tensor, n: int, *, temperature: float = 0.0,
                        generator: torch.Generator | None = None) -> Tensor:
-    """Continue a 1-D prompt of ids by ``n`` ids, with ``cell`` computing every recurrent step of ``model``.
+    """Prompt + ``n`` ids ``(len(prompt) + n,)``, with ``cell`` computing every recurrent step of ``model``.
 
-    ``cell(x, *state, W_ih, W_hh, b_ih, b_hh)`` is one step of one layer in torch's layout, the signature of
-    notebook 5's ``gru_cell`` (``state`` = ``h``) and notebook 4's ``lstm_cell`` (``state`` = ``h, c``):
-    ``x`` ``(1, I)``, each state ``(1, H)``, the weights ``model.rnn``'s ``weight_ih_l{k}`` ``(G*H, I)`` and so
-    on. It returns the new state: one tensor ``h_t`` or a tuple whose first item is ``h_t``, the layer's
-    output. The states start at zero, one per name in ``model.rnn.state_names``. ``temperature`` 0 picks
-    the most likely id at every step (the same text on every run); above 0 it samples (pass a seeded
-    ``generator`` to repeat a run). Returns prompt + continuation, ``(len(prompt) + n,)``.
+    ``cell(x (1, I), *state (1, H) each, W_ih, W_hh, b_ih, b_hh)`` in torch's layout (notebooks 4-5's cells)
+    returns ``h_t`` or a tuple starting with ``h_t``. ``temperature`` 0 is greedy.
     """
     if not isinstance(model, CharLM):
         raise TypeError(f"model should be a CharLM, got {type(model).__name__}")

@@ -1,12 +1,6 @@
-r"""A small encoder-only token model, :class:`EncoderModel`: embeddings, positions, encoder layers, a read-out.
+r"""A small encoder-only token model, :class:`EncoderModel`, with any positional encoding. Notebooks 10 and 11.
 
-The layers are seqlab's :class:`~seqlab.nn.transformer.TransformerEncoderLayer`. The model owns its positional
-encoding (any of :data:`~seqlab.nn.positional.POSITIONAL_ENCODINGS`, saved once): it adds it to the
-embeddings and hands every self-attention its ``rotate`` and ``score_bias``, so one model code serves all
-five. ``readout="token"`` scores every position, ``"sequence"`` the mean over the real tokens; ``causal=True``
-masks later positions; ``need_weights=True`` returns the weights the layers computed for this very output
-(for :class:`seqlab.widgets.attention.AttentionExplorer`). Unlike the paper, the embeddings are not scaled
-by :math:`\sqrt{d_{model}}`: ``nn.Embedding`` already starts at :math:`\mathcal N(0, 1)`. Notebooks 10 and 11.
+Embeddings are not scaled by :math:`\sqrt{d_{model}}`: ``nn.Embedding`` already starts at :math:`\mathcal N(0, 1)`.
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ READOUTS = ("token", "sequence")
 
 @dataclass
 class EncoderConfig:
-    """The sizes of an :class:`EncoderModel`. ``num_outputs=None`` means ``vocab_size`` (predict a token)."""
+    """The sizes of an :class:`EncoderModel`."""
 
     vocab_size: int
     d_model: int = 64
@@ -66,9 +60,7 @@ class EncoderConfig:
 
 
 def _drop_per_layer_tables(model: EncoderModel, state_dict: dict, prefix: str, *args) -> None:
-    """Load a state_dict saved before the model owned its encoding alone: each encoder layer then registered
-    the model's learned table too (``encoder.layers.N.positional.weight``), as copies of ``positional.weight``.
-    They are checked to be those copies and dropped."""
+    """Load hook: drops ``encoder.layers.N.positional.weight`` keys, checked to be copies of ``positional.weight``."""
     table = state_dict.get(prefix + "positional.weight")
     for key in [k for k in state_dict if k.startswith(prefix + "encoder.layers.") and k.endswith(".positional.weight")]:
         if table is None or not torch.equal(state_dict[key], table):
@@ -80,11 +72,7 @@ def _drop_per_layer_tables(model: EncoderModel, state_dict: dict, prefix: str, *
 class EncoderModel(nn.Module):
     """Token ids ``(B, n)`` -> logits ``(B, n, num_outputs)`` (or ``(B, num_outputs)`` with ``readout="sequence"``).
 
-    ``forward(ids, lengths=None, *, need_weights=False)``: ``lengths`` ``(B,)`` marks the real tokens
-    of a padded batch (the rest are never attended to; their own logits are meaningless, ignore
-    them). With ``need_weights=True`` it returns ``(logits, weights)``, ``weights`` of shape
-    ``(num_layers, B, nhead, n, n)``: ``weights[l, b, h, i, j]`` is how much query ``i`` of layer ``l``,
-    head ``h`` read key ``j``.
+    ``lengths`` ``(B,)`` hides padding; ``need_weights`` adds weights ``(num_layers, B, nhead, n, n)``.
     """
 
     def __init__(self, config: EncoderConfig):

@@ -1,13 +1,5 @@
-r"""A GPT-style decoder-only language model, :class:`GPT`, small enough to read in one sitting.
-
-Each block is seqlab's :class:`~seqlab.nn.transformer.TransformerEncoderLayer` with causal self-attention
-(GPT's "decoder" block has no cross-attention), pre-norm by default (GPT-2) with one LayerNorm after the
-last block, and an optional tied output matrix (``tie_weights``: :math:`U = E^\top`). The model owns its
-positional encoding, any of :data:`~seqlab.nn.positional.POSITIONAL_ENCODINGS` by name; weights start as
-GPT-2's (:func:`gpt2_init_`). :meth:`GPT.generate` samples, optionally with a KV cache. Past ``max_len``
-tokens each step re-reads the last ``max_len`` from scratch: a cache cannot slide, since every cached key
-depends on the tokens before it, including the one that falls out. Cached and uncached generation give
-the same tokens (tests/test_gpt.py). Taught in notebooks 14 and 15.
+r"""A GPT-style decoder-only language model: causal pre-norm blocks (GPT-2), a final LayerNorm, optionally
+tied output :math:`U = E^\top`, any positional encoding by name. Notebooks 14 and 15.
 """
 
 from __future__ import annotations
@@ -31,10 +23,8 @@ __all__ = ["GPT", "GPTConfig", "KVCache", "AttentionCache"]
 
 
 def gpt2_init_(model: nn.Module, blocks: nn.ModuleList) -> None:
-    """GPT-2's initialisation, in place: every weight N(0, 0.02), every bias 0, and the two projections that
-    write into the residual stream (W^O and the FFN's W_2) N(0, 0.02 / sqrt(2 N)) for N blocks, so that the
-    stream's variance does not grow with depth. ``blocks`` are seqlab's or torch's TransformerEncoderLayer
-    (the same attribute names); scripts/bench_lm.py initialises its torch.nn nanoGPT with it too."""
+    """GPT-2's initialisation, in place: weights N(0, 0.02), biases 0, W^O and W_2 N(0, 0.02 / sqrt(2 N)) for
+    N ``blocks`` (seqlab's or torch's TransformerEncoderLayer), so the residual stream's variance stays flat."""
     residual_std = 0.02 / math.sqrt(2 * len(blocks))
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -49,16 +39,14 @@ def gpt2_init_(model: nn.Module, blocks: nn.ModuleList) -> None:
         nn.init.normal_(block.linear2.weight, std=residual_std)                           # so does W_2
 
 
-# Other names for GPTConfig's fields: nanoGPT's, and context (this config's own before it took torch.nn's
-# vocabulary, as EncoderConfig, BertConfig and nn.Transformer). Not accepted: only named in the error.
+# Other names for GPTConfig's fields (nanoGPT's, and context): not accepted, only named in the error.
 OTHER_NAMES = {"n_layer": "num_layers", "n_head": "nhead", "n_embd": "d_model", "block_size": "max_len",
                "context": "max_len"}
 
 
 @dataclass
 class GPTConfig:
-    """The sizes of a :class:`GPT`, in torch.nn's names (``nhead``, ``num_layers``, ``max_len``) as the
-    other seqlab configs. ``dim_feedforward=None`` means ``4 * d_model`` (GPT-2's ratio)."""
+    """The sizes of a :class:`GPT`, in torch.nn's names."""
 
     vocab_size: int
     max_len: int = 64                    # the longest sequence the model reads (its context, or block size)
@@ -102,13 +90,7 @@ class GPTConfig:
         return self.d_model // self.nhead
 
     def num_parameters(self) -> int:
-        """The parameter count, from the sizes alone (a tied output matrix counted once).
-
-        ``V d`` (embedding) + ``T d`` (learned positions only) + per block ``4 d^2 + 2 d f``
-        (attention's :math:`W^Q, W^K, W^V, W^O`, the FFN's :math:`W_1, W_2`) + ``V d`` (untied output).
-        With biases: per block ``4 d + f + d`` (projections) and every LayerNorm ``2 d`` instead of ``d``;
-        the output layer ``V``. ``d`` = d_model, ``f`` = dim_feedforward, ``T`` = max_len, ``V`` = vocab_size.
-        """
+        """The parameter count from the sizes alone (a tied output matrix counted once)."""
         d, f, V, b = self.d_model, self.dim_feedforward, self.vocab_size, int(self.bias)
         norm = d * (1 + b)                                           # LayerNorm: gain (and bias)
         block = 4 * d * d + 2 * d * f + b * (4 * d + f + d) + 2 * norm
@@ -123,18 +105,15 @@ class GPTConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> GPTConfig:
-        """The config :meth:`to_dict` wrote; an unknown key is a TypeError that names the known ones."""
+        """The config :meth:`to_dict` wrote; unknown keys raise TypeError."""
         return cls(**values)
 
 
 class GPT(nn.Module):
     """Token ids ``(B, T)`` -> next-token logits ``(B, T, V)``; ``T <= max_len``.
 
-    ``forward(ids, *, cache=None, need_weights=False)``. With a :class:`KVCache` (from
-    :meth:`new_cache`), ``ids`` are the ``T`` tokens *after* the ``cache.offset`` already cached
-    ones; their keys and values are appended and their logits returned (``offset + T <= max_len``).
-    ``need_weights=True`` returns ``(logits, weights)``, ``weights`` ``(num_layers, B, nhead, T, offset + T)``.
-    Works with :func:`seqlab.train.train` / :func:`seqlab.train.evaluate` and ``lm_loss`` as it is.
+    With a :class:`KVCache`, ``ids`` are the tokens after the ``cache.offset`` cached ones. ``need_weights``
+    adds weights ``(num_layers, B, nhead, T, offset + T)``.
     """
 
     def __init__(self, config: GPTConfig):
@@ -158,7 +137,7 @@ class GPT(nn.Module):
         gpt2_init_(self, self.blocks)
 
     def num_parameters(self) -> int:
-        """Parameters actually held (a tied matrix once); equals ``config.num_parameters()``."""
+        """Parameters actually held (a tied matrix once)."""
         return sum(p.numel() for p in self.parameters())
 
     def new_cache(self) -> KVCache:
@@ -203,12 +182,9 @@ class GPT(nn.Module):
     @torch.no_grad()
     def generate(self, prompt: Tensor, n: int, *, temperature: float = 1.0, top_k: int | None = None,
                  generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
-        """Continue ``prompt`` (ids ``(T,)`` or a batch ``(B, T)``, ``1 <= T <= max_len``) by ``n`` sampled ids.
+        """``prompt`` ``(T,)`` or ``(B, T)`` followed by ``n`` ids sampled by :func:`~seqlab.decoding.sample_next`.
 
-        Returns the prompt followed by its continuation, ``(T + n,)`` or ``(B, T + n)``. Sampling is
-        :func:`seqlab.decoding.sample_next` (``temperature=0``: greedy; ``top_k``: keep the k likeliest).
-        The model conditions on the last ``max_len`` tokens at most: beyond that, each step re-reads the
-        last ``max_len`` tokens without the cache (see the module docstring). Runs in eval mode.
+        Past ``max_len`` each step re-reads the last ``max_len`` tokens uncached (a cache cannot slide).
         """
         c = self.config
         if not isinstance(prompt, Tensor) or prompt.dim() not in (1, 2):

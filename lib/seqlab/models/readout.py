@@ -1,11 +1,5 @@
-r"""Read-outs on a recurrent encoder: one output per step (:class:`SequenceTagger`) or per sequence.
-
-Both models embed character ids, run seqlab's own RNN / LSTM / GRU (any depth, one or two directions,
-padded batches with ``lengths``) and apply a linear layer. :class:`SequenceTagger` (many-to-many) scores
-every position from :math:`[\overrightarrow{h}_t; \overleftarrow{h}_t]`; :class:`SequenceClassifier`
-(many-to-one) scores a summary of the top layer, ``readout=`` ``"last"`` (the final states: the forward
-direction's after the true last element, the backward direction's after reading back to the first),
-``"mean"`` or ``"max"`` (over the real time steps). Taught in notebook 6.
+r"""Read-outs on a recurrent encoder: per step (:class:`SequenceTagger`) or per sequence
+(:class:`SequenceClassifier`). Notebook 6.
 """
 
 from __future__ import annotations
@@ -38,9 +32,7 @@ class _Encoded(nn.Module):
 
 
 class SequenceTagger(_Encoded):
-    """Embedding -> recurrent layers -> linear: ``forward(ids (B, T), lengths=None)`` gives
-    logits ``(B, T, num_tags)``. Positions past ``lengths[b]`` get scores from a zero state
-    (ignore them: :func:`seqlab.tagging.tagging_loss` does)."""
+    """Embedding -> recurrent layers -> linear: ids ``(B, T)`` -> logits ``(B, T, num_tags)``."""
 
     def __init__(self, vocab_size: int, num_tags: int = 2, *, cell: str = "gru", embed_size: int = 32,
                  hidden_size: int = 64, num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0,
@@ -56,9 +48,8 @@ class SequenceTagger(_Encoded):
 
 
 class SequenceClassifier(_Encoded):
-    """Embedding -> recurrent layers -> a summary of the sequence -> linear:
-    ``forward(ids (B, T), lengths=None)`` gives logits ``(B, num_classes)``; see the module
-    docstring for ``readout``."""
+    """ids ``(B, T)`` -> logits ``(B, num_classes)`` from the top layer's final states (``readout="last"``)
+    or their ``"mean"`` / ``"max"`` over real steps."""
 
     def __init__(self, vocab_size: int, num_classes: int, *, readout: str = "last", cell: str = "gru",
                  embed_size: int = 32, hidden_size: int = 64, num_layers: int = 1, bidirectional: bool = False,

@@ -1,13 +1,4 @@
-r"""Many-to-one regression: a recurrent layer reads a sequence of vectors, a linear map of its last
-hidden state predicts one number,
-
-.. math::
-
-    h_t = \mathrm{RNN / LSTM / GRU}(x_t, h_{t-1}), \qquad \hat y = w^\top h_T + b .
-
-The model of the long-range memory experiment of notebooks 4 and 5 (the adding problem,
-:mod:`seqlab.long_range`), where the answer is needed only after the last step.
-"""
+r"""Many-to-one regression :math:`\hat y = w^\top h_T + b`, for the adding problem of notebooks 4 and 5."""
 
 from __future__ import annotations
 
@@ -17,12 +8,7 @@ from seqlab.nn import recurrent_layer
 
 
 class SequenceRegressor(nn.Module):
-    """Many-to-one: a recurrent layer reads ``x`` (B, T, I); a linear map of ``h_T`` predicts one number.
-
-    ``cell`` is ``'rnn'``, ``'lstm'`` or ``'gru'`` (seqlab's from-scratch layers, batch first).
-    ``forward`` returns predictions of shape (B,); ``forward(x, return_trace=True)`` also returns
-    the recurrent layer's :class:`~seqlab.nn.RecurrentTrace` (gates and states per step).
-    """
+    """``x`` ``(B, T, I)`` -> predictions ``(B,)``; ``return_trace`` adds the layer's ``RecurrentTrace``."""
 
     def __init__(self, cell: str, input_size: int = 2, hidden_size: int = 32):
         super().__init__()

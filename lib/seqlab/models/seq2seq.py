@@ -1,12 +1,6 @@
-r"""The RNN encoder-decoder (Sutskever et al., 2014; Cho et al., 2014), ``Seq2Seq``, with optional attention.
-
-The encoder's final state, taken after each source's own last token, starts the decoder, which writes the
-target a token at a time until ``<eos>``; with ``attention=`` it also reads every encoder state and predicts
-from the attentional state :math:`\tanh(W_c [c_t; s_t])` (Luong et al., 2015). Both RNNs are seqlab's own
-GRU, LSTM or RNN layers. Training is teacher-forced (:func:`seq2seq_loss`); decoding is greedy or beam search
-(:meth:`Seq2Seq.greedy`, :meth:`Seq2Seq.beam`). For exposure bias (the lectures' "prediction drift"),
-:func:`error_by_position` measures it and :class:`ScheduledSampling` (Bengio et al., 2015) is one remedy.
-Taught in notebooks 7 (the model, exposure bias) and 8 (attention).
+r"""The RNN encoder-decoder ``Seq2Seq`` (Sutskever et al., 2014), optionally with Luong attention
+:math:`\tanh(W_c [c_t; s_t])`; exposure bias tools (:func:`error_by_position`, :class:`ScheduledSampling`).
+Notebooks 7 and 8.
 """
 
 from __future__ import annotations
@@ -46,10 +40,7 @@ class Seq2SeqConfig:
 
 
 class Encoder(nn.Module):
-    """Source ids ``(B, S)`` and lengths ``(B,)`` -> outputs ``(B, S, H)`` and the final state.
-
-    The final state is taken after each sequence's *own* last token (padding never enters it).
-    """
+    """Source ids ``(B, S)`` and lengths ``(B,)`` -> outputs ``(B, S, H)`` and the state after each last real token."""
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -65,8 +56,8 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """Previous target ids ``(B, T)`` and a state -> next-token logits ``(B, T, V)`` and the new state.
 
-    With attention, ``memory`` (the encoder outputs ``(B, S, H)``) and its ``mask`` ``(B, S)``
-    (True = may attend: a real position) are needed too, and ``return_attention=True`` adds the weights ``(B, T, S)`` to what it returns.
+    Attention needs ``memory`` ``(B, S, H)`` and ``mask`` ``(B, S)`` (True = real); ``return_attention``
+    adds the weights ``(B, T, S)``.
     """
 
     def __init__(self, config: Seq2SeqConfig):
@@ -93,13 +84,7 @@ class Decoder(nn.Module):
 
 
 class Seq2Seq(nn.Module):
-    """Encoder-decoder: the encoder's final state starts the decoder (and, with ``config.attention``,
-    the decoder also attends to every encoder output).
-
-    ``forward(src, src_lengths, tgt_in)`` returns the logits ``(B, T, V)`` of teacher-forced
-    decoding (for :func:`seq2seq_loss`); :meth:`greedy` and :meth:`beam` translate;
-    :meth:`alignment` gives the attention weights of one translation.
-    """
+    """Encoder-decoder; ``forward(src, src_lengths, tgt_in)`` -> teacher-forced logits ``(B, T, V)``."""
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -135,8 +120,7 @@ class Seq2Seq(nn.Module):
     @torch.no_grad()
     def greedy(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None = None, *,
                max_len: int = 50) -> list[Tensor]:
-        """Translate a batch, taking the likeliest token at each step: one 1-D tensor of ids per
-        source, without ``<eos>`` (and cut at ``max_len`` tokens if ``<eos>`` never comes)."""
+        """Greedy translations: one 1-D id tensor per source, without ``<eos>``, at most ``max_len`` long."""
         memory, mask, state = self.encode(src, src_lengths)
         batch = src.shape[0]
         tokens = torch.full((batch,), self.config.bos_id, dtype=torch.long, device=src.device)
@@ -154,8 +138,7 @@ class Seq2Seq(nn.Module):
     @torch.no_grad()
     def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
              length_penalty: float = 0.0, select=None) -> list[Hypothesis]:
-        """The ``beam_size`` best translations of *one* source ``(S,)``, best first (see
-        :func:`~seqlab.decoding.beam_search`, which also says what ``select`` is)."""
+        """The ``beam_size`` best translations of one source ``(S,)``, best first (see ``beam_search``)."""
         if not isinstance(src, Tensor) or src.dim() != 1:
             shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
             raise ValueError(f"beam translates one source: expected ids of shape (S,), got {shape}")
@@ -168,9 +151,7 @@ class Seq2Seq(nn.Module):
                            beam_size=beam_size, max_len=max_len, length_penalty=length_penalty, select=select)
 
     def stepper(self, src: Tensor) -> tuple[Callable[[int, State], tuple[Tensor, State]], State]:
-        """The decoder of *one* source ``(S,)`` as a function, for hand-written decoding loops: returns
-        ``(step, state)``, where ``state`` is the encoder's final state :math:`c` and
-        ``step(token: int, state) -> (log_probs (V,), new state)`` runs one decoder step without gradients."""
+        """``(step, state)`` for one source ``(S,)``: ``step(token, state) -> (log_probs (V,), new state)``."""
         if not isinstance(src, Tensor) or src.dim() != 1:
             shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
             raise ValueError(f"stepper decodes one source: expected ids of shape (S,), got {shape}")
@@ -187,17 +168,14 @@ class Seq2Seq(nn.Module):
 
     @torch.no_grad()
     def alignment(self, src: Tensor, output: Tensor) -> Tensor:
-        """Attention weights ``(T+1, S)`` while writing ``output`` ``(T,)`` then ``<eos>`` for one source
-        ``(S,)``: row ``t`` says where the decoder looked when it wrote output token ``t``."""
+        """Attention weights ``(T+1, S)`` while writing ``output`` ``(T,)`` then ``<eos>`` for one source ``(S,)``."""
         tgt_in, _ = teacher_forcing(output, self.config.bos_id, self.config.eos_id)
         _, weights = self(src[None], None, tgt_in[None], return_attention=True)
         return weights[0]
 
     def with_attend(self, attend_fn) -> Seq2Seq:
-        """A copy with the same weights whose decoder attends with ``attend_fn(s (H,), memory (S, H))`` ->
-        ``(weights (S,), context (H,))``, one query at a time (notebook 8 plugs a hand-written step into a
-        trained model this way). Only for ``attention="dot"``, the score such a function computes; this
-        model is left as it is."""
+        """A copy attending with ``attend_fn(s (H,), memory (S, H)) -> (weights (S,), context (H,))``;
+        ``attention="dot"`` only."""
         if self.config.attention != "dot":
             raise ValueError(f"with_attend replaces dot-product attention; this model's is {self.config.attention!r}")
         parameter = next(self.parameters())
@@ -244,13 +222,9 @@ def seq2seq_loss(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor, Tensor])
 @torch.no_grad()
 def wrong_by_position(model: Seq2Seq, pairs: Sequence[tuple[Tensor, Tensor]], *, free_running: bool,
                       batch_size: int = 500) -> tuple[Tensor, Tensor]:
-    """Which output tokens the decoder gets wrong: ``(wrong, real)``, both boolean ``(N, T_max + 1)``.
+    """Boolean ``(wrong, real)``, ``(N, T_max + 1)``, over target + ``<eos>`` positions of ``pairs``.
 
-    ``pairs`` are ``(source ids, target ids)`` (1-D tensors); row ``n`` is pair ``n``, column ``t`` output
-    position ``t`` of target + ``<eos>``. ``real`` marks the positions a target has; ``wrong`` those where
-    the decoder's likeliest token is not the target's. ``free_running=False``: the decoder reads the *true*
-    previous tokens (teacher forcing, as in training); ``True``: it reads its *own* previous choices (greedy
-    decoding, as when it translates), for exactly as many steps as the target has, so positions line up.
+    ``free_running``: the decoder reads its own previous choices instead of the true tokens.
     """
     if not pairs:
         raise ValueError("wrong_by_position needs at least one (source, target) pair")
@@ -275,22 +249,15 @@ def wrong_by_position(model: Seq2Seq, pairs: Sequence[tuple[Tensor, Tensor]], *,
 
 def error_by_position(model: Seq2Seq, pairs: Sequence[tuple[Tensor, Tensor]], *, free_running: bool,
                       batch_size: int = 500) -> Tensor:
-    """Share of wrong tokens at each output position, ``(T_max + 1,)`` (see :func:`wrong_by_position`):
-    position ``t`` counts only the pairs whose target + ``<eos>`` reaches it."""
+    """Share of wrong tokens per output position, ``(T_max + 1,)``, over the pairs that reach it."""
     wrong, real = wrong_by_position(model, pairs, free_running=free_running, batch_size=batch_size)
     return wrong.sum(dim=0).float() / real.sum(dim=0).clamp(min=1).float()
 
 
 def decode_feeding(model: Seq2Seq, src: Tensor, src_lengths: Tensor | Sequence[int] | None, tgt_in: Tensor, *,
                    feed_own: float, generator: torch.Generator | None = None) -> Tensor:
-    """Decode ``tgt_in`` ``(B, T)`` one step at a time, reading at each step ``t >= 1`` the decoder's own
-    previous choice (its likeliest token) instead of ``tgt_in[:, t]`` with probability ``feed_own``,
-    drawn per sequence and step with ``generator``: next-token logits ``(B, T, V)``.
-
-    ``feed_own=0`` is teacher forcing (the same logits as ``model(src, src_lengths, tgt_in)``, one step
-    at a time); ``feed_own=1`` is free running, greedy decoding for ``T`` steps. In between it is the
-    decoder input of scheduled sampling. The choice fed back is not differentiated through (as in
-    Bengio et al., 2015): gradients reach the model through each step's logits and state.
+    """Logits ``(B, T, V)``, decoding ``tgt_in`` ``(B, T)`` step by step; each step reads the decoder's own
+    previous argmax with probability ``feed_own`` (0: teacher forcing, 1: free running), else ``tgt_in``.
     """
     if not 0.0 <= feed_own <= 1.0:
         raise ValueError(f"feed_own is a probability, in [0, 1]; got {feed_own}")
@@ -326,13 +293,8 @@ def linear_schedule(final: float, steps: int) -> Callable[[int], float]:
 
 
 class ScheduledSampling:
-    """A training loss for :func:`~seqlab.train.train`: :func:`seq2seq_loss`, but the decoder reads its own
-    previous prediction instead of the true token with probability ``schedule(step)`` (Bengio et al., 2015).
-
-    ``schedule`` maps the number of steps taken so far (this object counts its calls) to a probability;
-    :func:`linear_schedule` makes the usual rising ramp. Draws come from the object's own generator
-    (``seed``), so a run is reproducible and torch's global generator is left alone. With a schedule that
-    stays at 0 this is teacher forcing, computed one step at a time.
+    """Scheduled sampling loss (Bengio et al., 2015): :func:`seq2seq_loss` with :func:`decode_feeding` at
+    ``feed_own=schedule(training calls so far)``, drawn from its own generator (``seed``).
     """
 
     def __init__(self, schedule: Callable[[int], float], *, seed: int = 0):

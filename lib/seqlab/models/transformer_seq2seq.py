@@ -1,13 +1,8 @@
-r"""The Transformer as a translator (Vaswani et al., 2017): notebooks 7-8's encoder-decoder without RNNs.
+r"""The Transformer translator (Vaswani et al., 2017), with :class:`~seqlab.models.seq2seq.Seq2Seq`'s batches,
+loss and decoding methods. Notebook 13.
 
-Source and decoder-input ids are embedded, scaled by :math:`\sqrt{d_{model}}` and given the paper's sinusoidal
-positions; :class:`seqlab.nn.transformer.Transformer` runs on them (padded source positions hidden from every
-attention that reads the source; the target needs only the causal mask, its padding being at the end), and a
-linear ``head`` reads out next-token logits (``tie_output``: the target embedding matrix; ``share_embeddings``:
-one matrix for both sides). Where the source ends: self-attention over a padded batch cannot tell, so with
-``mark_source_end=True`` (the default, as in fairseq) the encoder reads the source followed by ``<eos>`` and
-source attention has ``S + 1`` columns. The batches, loss, ``translate`` and decoding methods are
-:class:`~seqlab.models.seq2seq.Seq2Seq`'s, so notebooks 7-8's evaluation runs on either model. Notebook 13.
+``mark_source_end`` (as in fairseq): the encoder reads the source then ``<eos>``, so source attention has
+``S + 1`` columns; self-attention over a padded batch cannot otherwise tell where the source ends.
 """
 
 from __future__ import annotations
@@ -61,11 +56,7 @@ def _check_vocab(name: str, ids: Tensor, size: int) -> None:
 
 
 class TransformerSeq2Seq(nn.Module):
-    """Source ids ``(B, S)`` and lengths ``(B,)``, decoder input ids ``(B, T)`` -> next-token logits ``(B, T, V)``.
-
-    Built from :class:`seqlab.nn.transformer.Transformer` (batch-first), two embeddings (or one,
-    shared), sinusoidal positions and a linear read-out ``head``.
-    """
+    """Source ids ``(B, S)`` and lengths ``(B,)``, decoder input ids ``(B, T)`` -> next-token logits ``(B, T, V)``."""
 
     def __init__(self, config: TransformerSeq2SeqConfig):
         super().__init__()
@@ -111,9 +102,8 @@ class TransformerSeq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None, *,
                need_weights: bool = False) -> tuple:
-        """The memory ``(B, S', d_model)`` and the source mask ``(B, S')``, True = real (a token, not padding: may
-        be attended; None without lengths); with ``need_weights``, also the encoder's
-        self-attention weights ``(L, B, H, S', S')``. ``S' = S + 1`` with ``mark_source_end``."""
+        """Memory ``(B, S', d_model)``, source mask ``(B, S')`` (True = real; None without lengths) and, with
+        ``need_weights``, weights ``(L, B, H, S', S')``. ``S' = S + 1`` with ``mark_source_end``."""
         lengths = check_ids("TransformerSeq2Seq", src, src_lengths)
         _check_vocab("src", src, self.config.src_vocab_size)
         if lengths is not None:
@@ -133,8 +123,8 @@ class TransformerSeq2Seq(nn.Module):
 
     def decode(self, tgt_in: Tensor, memory: Tensor, memory_real: Tensor | None, *,
                need_weights: bool = False) -> Tensor | tuple[Tensor, dict[str, Tensor]]:
-        """Logits ``(B, T, V)`` for decoder input ids ``(B, T)`` reading ``memory`` ``(B, S, d_model)``, whose
-        positions ``memory_real`` ``(B, S)`` marks True = real (from :meth:`encode`; None: all real);
+        """Logits ``(B, T, V)`` for ids ``(B, T)`` reading ``memory`` ``(B, S, d_model)`` (True = real in
+        ``memory_real``);
         with ``need_weights``, also ``{"self": (L, B, H, T, T), "cross": (L, B, H, T, S)}``."""
         check_ids("TransformerSeq2Seq", tgt_in, None)
         _check_vocab("tgt_in", tgt_in, self.config.tgt_vocab_size)
@@ -169,12 +159,8 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def greedy(self, src: Tensor, src_lengths: Tensor | Sequence[int] | None = None, *,
                max_len: int = 50) -> list[Tensor]:
-        """Translate a batch, taking the likeliest token at each step: one 1-D tensor of ids per
-        source, without ``<eos>`` (cut at ``max_len`` tokens if ``<eos>`` never comes).
-
-        Each step runs the decoder on the whole prefix written so far (no cache of earlier keys
-        and values: simpler, and cheap at these lengths) and keeps the last position's argmax.
-        """
+        """Greedy translations: one 1-D id tensor per source, without ``<eos>``, at most ``max_len`` long.
+        Each step reruns the whole prefix (no key/value cache)."""
         if max_len < 1:
             raise ValueError(f"max_len must be at least 1, got {max_len}")
         memory, real = self.encode(src, src_lengths)
@@ -193,8 +179,7 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def beam(self, src: Tensor, *, beam_size: int = 4, max_len: int = 50,
              length_penalty: float = 0.0) -> list[Hypothesis]:
-        """The ``beam_size`` best translations of *one* source ``(S,)``, best first (see
-        :func:`~seqlab.decoding.beam_search`). A hypothesis's state is its prefix of ids."""
+        """The ``beam_size`` best translations of one source ``(S,)``, best first; a state is a prefix of ids."""
         if not isinstance(src, Tensor) or src.dim() != 1:
             shape = tuple(src.shape) if isinstance(src, Tensor) else type(src).__name__
             raise ValueError(f"beam translates one source: expected ids of shape (S,), got {shape}")
@@ -212,18 +197,15 @@ class TransformerSeq2Seq(nn.Module):
 
     @torch.no_grad()
     def attention(self, src: Tensor, output: Tensor) -> dict[str, Tensor]:
-        """Every attention's per-head weights while writing ``output`` ``(T,)`` then ``<eos>`` for one
-        source ``(S,)``: ``{"encoder": (L, H, S', S'), "decoder_self": (L, H, T+1, T+1), "cross": (L, H, T+1, S')}``
-        (``S' = S + 1`` with ``mark_source_end``: the last column is the source's ``<eos>``)."""
+        """Per-head weights writing ``output`` ``(T,)`` + ``<eos>`` for one source ``(S,)``: ``{"encoder":
+        (L, H, S', S'), "decoder_self": (L, H, T+1, T+1), "cross": (L, H, T+1, S')}``."""
         tgt_in, _ = teacher_forcing(output, self.config.bos_id, self.config.eos_id)
         _, weights = self(src[None], None, tgt_in[None], return_attention=True)
         return {name: w[:, 0] for name, w in weights.items()}
 
     @torch.no_grad()
     def alignment(self, src: Tensor, output: Tensor, *, layer: int = -1) -> Tensor:
-        """Cross-attention weights ``(T+1, S')`` of one decoder layer (the last by default), averaged
-        over its heads, while writing ``output`` ``(T,)`` then ``<eos>`` for one source ``(S,)``:
-        the counterpart of :meth:`Seq2Seq.alignment <seqlab.models.seq2seq.Seq2Seq.alignment>`."""
+        """Head-averaged cross-attention ``(T+1, S')`` of decoder layer ``layer``, as :meth:`Seq2Seq.alignment`."""
         return self.attention(src, output)["cross"][layer].mean(dim=0)
 
     @torch.no_grad()

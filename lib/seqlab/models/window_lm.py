@@ -1,11 +1,6 @@
-"""The fixed-window neural language model (Bengio et al., 2003), :class:`WindowLM`: from n-grams to RNNs.
+"""The fixed-window neural language model (Bengio et al., 2003), :class:`WindowLM`. Notebook 2.
 
-It predicts the next symbol from the last ``k`` only, like an n-gram model, but from learned vectors: the
-``k`` embeddings concatenated, one tanh hidden layer, a softmax. Nothing before the window reaches the
-prediction, and each window position has its own block of weights. The interface is CharLM's,
-``forward(x, state)`` -> ``(logits (B, T, V), state)``, so ``seqlab.train`` and ``LMBatches`` work unchanged;
-the state is the last ``k - 1`` ids read, and positions before the first id are filled with a padding id
-(``vocab_size``, an extra embedding row). Taught in notebook 2.
+CharLM's interface; the state is the last ``k - 1`` ids, padded with id ``vocab_size`` (its own embedding row).
 """
 
 from __future__ import annotations
@@ -47,10 +42,7 @@ class WindowLM(nn.Module):
         return torch.full((batch_size, self.config.context - 1), self.pad_id, dtype=torch.long, device=device)
 
     def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Logits ``(B, T, V)`` for the symbol after each position of ``x`` ``(B, T)``, and the new state.
-
-        ``state`` ``(B, k - 1)`` holds the ids read just before ``x`` (None: padding).
-        """
+        """Logits ``(B, T, V)`` for ``x`` ``(B, T)``, and the new state ``(B, k - 1)``."""
         k = self.config.context
         if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
             got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
