@@ -48,13 +48,9 @@ from testbed import (BROWSER_DEBIAN_PACKAGES, BROWSER_INSTALL_HINT, NPM_DIR, PRO
                      parallel_arguments, profile_environment, worker_threads)
 
 # The course as data and the rules every tool applies to a notebook (lib/seqlab/manifest.py, notebook_rules.py),
-# loaded from their files: importing the seqlab package would import torch, which this script runs without. The
-# rules' names stay importable from here for older callers; everything else imports seqlab.notebook_rules.
+# loaded from their files: this script runs before the set-up, on a Python without the seqlab package.
 MANIFEST = package_module("manifest")
 RULES = package_module("notebook_rules")
-LAB_OVERRIDES, REVEAL_TAG, RESULT_FOLD = RULES.LAB_OVERRIDES, RULES.REVEAL_TAG, RULES.RESULT_FOLD
-cell_source, is_reveal, notebook_text, without_reveals = (RULES.cell_source, RULES.is_reveal, RULES.notebook_text,
-                                                           RULES.without_reveals)
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -339,8 +335,8 @@ def _read_record(work: Path) -> dict[str, str]:
 
 def write_student_copy(notebook: Path, destination: Path) -> None:
     """Copy a course notebook into work/ without the outputs of its reveal cells."""
-    nb = without_reveals(json.loads(notebook.read_text(encoding="utf-8")))
-    destination.write_text(notebook_text(nb), encoding="utf-8")
+    nb = RULES.without_reveals(json.loads(notebook.read_text(encoding="utf-8")))
+    destination.write_text(RULES.notebook_text(nb), encoding="utf-8")
 
 
 def sync_work_copies(course: Path = COURSE_NOTEBOOKS, work: Path = WORK) -> tuple[list[str], list[str]]:
@@ -414,7 +410,7 @@ def cmd_lab(args: list[str]) -> int:
             "takes the new version (your copy is kept in work/.old/)")
     settings = VENV / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
-    (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
+    (settings / "overrides.json").write_text(json.dumps(RULES.LAB_OVERRIDES, indent=1))
     jupyter = py.parent / ("jupyter-lab.exe" if os.name == "nt" else "jupyter-lab")
     return subprocess.run([str(jupyter), *lab_arguments(args)], cwd=ROOT).returncode
 

@@ -95,9 +95,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     os.environ["SEQLAB_DEVICE"] = args.device
     os.environ["SEQLAB_ANSWERS"] = "off"    # committed outputs run the references, never answers kept here
-    # One notebook at a time, with all of torch's threads: no OMP_WAIT_POLICY=PASSIVE here (alone, it made
-    # notebook 3's loop of small steps 4x slower). Side by side, the cores are shared out among the kernels
-    # (testbed.worker_threads): two kernels of 2 spinning threads each on 2 cores ran 4x slower.
+    # One notebook at a time, with all of torch's threads and no OMP_WAIT_POLICY=PASSIVE (alone, passive waiting
+    # slows a loop of small steps); side by side, testbed.worker_threads shares the cores out among the kernels.
     if args.jobs > 1:
         os.environ.update(worker_threads(dict(os.environ), args.jobs))
     paths = notebook_paths(args.notebooks)

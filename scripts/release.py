@@ -25,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from seqlab import manifest as course_manifest
 from seqlab import notebook_rules as rules   # the reveal rule and the notebook JSON format work/ copies use too
 from seqlab.exercises import EXERCISES, exercises_of, layout
 
@@ -77,15 +78,16 @@ def release(notebooks: list[Path], out: Path, solutions: Path | None = None) -> 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("numbers", nargs="*", help="notebook numbers, e.g. 02 04 (default: all)")
+    parser.add_argument("numbers", nargs="*", help="notebooks, e.g. 02 4 05-gru (default: all)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the student release")
     parser.add_argument("--solutions", type=Path, help="folder for the solutions release (after the deadline)")
     args = parser.parse_args(argv)
-    every = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    chosen = [p for p in every if not args.numbers or p.name[:2] in {n.zfill(2) for n in args.numbers}]
-    if not chosen:
-        print(f"[release] no notebook numbered {args.numbers}; the notebooks are {[p.name[:2] for p in every]}")
+    try:
+        entries = [course_manifest.notebook(name) for name in args.numbers] or list(course_manifest.NOTEBOOKS)
+    except course_manifest.UnknownNotebook as err:
+        print(f"[release] {err}")
         return 2
+    chosen = [ROOT / "notebooks" / entry.filename for entry in dict.fromkeys(entries)]
     if args.out.resolve() == (ROOT / "notebooks").resolve():
         print("[release] --out must not be the course's own notebooks/")
         return 2

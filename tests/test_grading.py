@@ -415,3 +415,22 @@ def test_a_secret_seed_gives_hidden_cases_and_an_answer_fitted_to_the_public_one
     (tmp_path / "hidden_cases.py").write_text("SEED = '42'\n")
     with pytest.raises(ValueError, match="SEED must be an integer"):
         grader.load_hidden_cases(tmp_path)
+
+
+def test_a_releases_manifest_says_what_is_graded_and_any_notebook_name_finds_it(tmp_path):
+    out = tmp_path / "release"
+    release.release([ROOT / "notebooks" / "04-lstm.ipynb"], out)
+    listing = json.loads((out / "manifest.json").read_text())
+    asked = listing["notebooks"]["04-lstm.ipynb"]["exercises"]
+    del asked["split_lstm_weights"]                       # a release made before that exercise existed
+    asked["lstm_cell"]["points"] = 3
+    (out / "manifest.json").write_text(json.dumps(listing))
+    assert {name: cli.find_course_notebook(name, out).name for name in ("4", "04", "nb04", "04-lstm")} == dict.fromkeys(
+        ("4", "04", "nb04", "04-lstm"), "04-lstm.ipynb")
+    assert cli.exercise_points(out / "04-lstm.ipynb", out) == {"predict_rnn_horizon": 1.0, "lstm_cell": 3.0}
+    asked["lstm_cell_v0"] = {"points": 1}                   # one this checkout's checkers do not know
+    (out / "manifest.json").write_text(json.dumps(listing))
+    with pytest.raises(SystemExit, match="lstm_cell_v0, which this checkout's checkers do not know"):
+        cli.exercise_points(out / "04-lstm.ipynb", out)
+    with pytest.raises(SystemExit, match="no course notebook named '99'"):
+        cli.find_course_notebook("99", out)

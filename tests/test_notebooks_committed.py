@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from seqlab import notebook_rules as rules
 from seqlab.notebook_rules import is_reveal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,12 +84,22 @@ def _prediction_cells(cells) -> list[tuple[str, int, int]]:
     """(exercise, the cell where the student writes the prediction, the cell that checks it) for each
     ``check("predict_...", ...)``: the prediction is the last cell at or before the check that sets the
     variable its ``lambda:`` returns to None, or that defines the function it passes."""
+    import ast
+
     found = []
     for c, cell in enumerate(cells):
-        call = re.search(r'check\(\s*"(predict_\w+)",\s*(?:lambda:\s*(\w+)|(\w+))', cell.source)
-        if cell.cell_type != "code" or not call or "assert" in cell.source:
+        if cell.cell_type != "code" or "assert" in cell.source:
             continue
-        name, variable, function = call.groups()
+        tree, _ = rules.parse_cell(cell.source)
+        calls = [call for call in rules.check_calls(tree) if call.args[0].value.startswith("predict_")] if tree else []
+        if not calls or len(calls[0].args) < 2:
+            continue
+        name, answer = calls[0].args[0].value, calls[0].args[1]
+        lambda_name = isinstance(answer, ast.Lambda) and isinstance(answer.body, ast.Name)
+        variable = answer.body.id if lambda_name else None
+        function = answer.id if isinstance(answer, ast.Name) else None
+        if not (variable or function):
+            continue
         written = re.compile(rf"^{variable} = None\b" if variable else rf"^def {function}\(", re.M)
         p = max(i for i in range(c + 1) if cells[i].cell_type == "code" and written.search(cells[i].source))
         found.append((name, p, c))

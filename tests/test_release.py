@@ -99,3 +99,24 @@ def test_an_exercise_checked_with_single_quotes_is_found_by_the_release_and_the_
     assert layout.answer_cell(cells, "lstm_cell") == 2      # unmarked: found by its check call
     plan = submissions.answer_plan(nb, "lstm_cell")
     assert plan.problem is None and plan.target == "my_cell" and plan.imports == ("import torch",)
+
+
+def test_single_quotes_and_an_open_fold_are_released_like_the_usual_form():
+    """The fold rule and the prediction rule read the cells as the grader does: either quote, <details open>."""
+    from seqlab.exercises import layout
+
+    path = next(p for p in NOTEBOOKS if p.name.startswith("04-"))
+    usual = json.loads(path.read_text())
+    changed = json.loads(path.read_text())
+    for cell in changed["cells"]:
+        text = "".join(cell["source"])
+        text = text.replace('check("predict_rnn_horizon"', "check('predict_rnn_horizon'")
+        cell["source"] = text.replace("<details>\n<summary>Solution", "<details open>\n<summary>Solution")
+    assert "<details open>" in json.dumps(changed) and "check('predict_rnn_horizon'" in json.dumps(changed)
+    assert layout.solution_code(changed["cells"], "lstm_cell") == layout.solution_code(usual["cells"], "lstm_cell")
+    released, usual_released = (release.student_notebook(nb, "04-lstm")[0] for nb in (changed, usual))
+    text = json.dumps(released)
+    assert "<summary>Solution" not in text and text.count(release.POSTED_LATER) == json.dumps(usual_released).count(
+        release.POSTED_LATER)
+    folds = [json.dumps(nb).count("What the measurement shows") for nb in (released, usual_released)]
+    assert folds[0] == folds[1] >= 1

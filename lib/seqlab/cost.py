@@ -67,7 +67,8 @@ def decoder_flops(new: int, cached: int = 0, *, d: int, layers: int, vocab: int,
 
     Per layer and new token: four ``d x d`` projections, two ``d x d_ff`` products (``d_ff`` = ``4 d`` by
     default), scores and weighted sum against all ``cached + new`` keys; then the ``d x vocab`` read-out.
-    ``read_out="last"`` and ``scores="causal"`` count other implementations' shortcuts.
+    ``read_out="last"`` applies the read-out to the last new token only (generation needs no more);
+    ``scores="causal"`` counts new token ``i`` against ``cached + i`` keys (the masked pairs skipped), not all of them.
     """
     _positive_int("new", new)
     if isinstance(cached, bool) or not isinstance(cached, int) or cached < 0:

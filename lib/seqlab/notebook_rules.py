@@ -1,6 +1,6 @@
 """The rules every tool applies to a course notebook, written once: which cells reveal a prediction's answer and
-how a student's copy hides them, how notebook JSON is written, how a notebook's heading is read, the widget view's
-MIME type, the run-time budget and JupyterLab's settings overrides.
+how a student's copy hides them, which exercises a code cell checks, how notebook JSON is written, how a notebook's
+heading is read, the widget view's MIME type, the run-time budget and JupyterLab's settings overrides.
 
 Standard library only, so that ``course.py`` and the standard-library scripts can load this file before the set-up
 without importing seqlab (``testbed.package_module``); everything else imports ``seqlab.notebook_rules``.
@@ -8,6 +8,7 @@ without importing seqlab (``testbed.package_module``); everything else imports `
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -39,6 +40,37 @@ def lab_settings_files() -> dict[str, str]:
     return files
 
 
+MAGIC = re.compile(r"^\s*[%!]")
+
+
+def parse_cell(source: str) -> tuple[ast.Module | None, list[str]]:
+    """A code cell's source as a module; IPython lines (``%time``, ``!pip``) are left out and reported."""
+    lines, notes = [], []
+    for line in source.splitlines():
+        if MAGIC.match(line):
+            notes.append(f"skipped the IPython line {line.strip()[:40]!r}")
+            lines.append("")
+        else:
+            lines.append(line)
+    try:
+        return ast.parse("\n".join(lines)), notes
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        return None, [*notes, f"a cell does not parse ({type(err).__name__}: {getattr(err, 'msg', err)})"]
+
+
+def check_calls(node: ast.AST) -> list[ast.Call]:
+    """The ``check("name", ...)`` calls in ``node`` (either quote) whose name is a literal string."""
+    return [sub for sub in ast.walk(node) if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+            and sub.func.id == "check" and sub.args and isinstance(sub.args[0], ast.Constant)
+            and isinstance(sub.args[0].value, str)]
+
+
+def checked_names(source: str) -> list[str]:
+    """The exercises a code cell's source checks, in order, each once (none when it does not parse)."""
+    tree, _ = parse_cell(source)
+    return [] if tree is None else list(dict.fromkeys(call.args[0].value for call in check_calls(tree)))
+
+
 def cell_source(cell: dict) -> str:
     """A cell's source as one string (nbformat stores a list of lines)."""
     return "".join(cell.get("source", ""))
@@ -63,7 +95,9 @@ def without_reveals(nb: dict) -> dict:
     for cell in filter(is_reveal, cells):
         cell["outputs"], cell["execution_count"] = [], None
     for i, cell in enumerate(cells):
-        if cell.get("cell_type") != "code" or not re.search(r'\bcheck\(\s*"predict_', cell_source(cell)):
+        if cell.get("cell_type") != "code":
+            continue
+        if not any(name.startswith("predict_") for name in checked_names(cell_source(cell))):
             continue
         end = i + 1
         while end < len(cells) and is_reveal(cells[end]):

@@ -85,7 +85,7 @@ class Exercise:
     returning as literal text (:func:`catalogue` finds the literal ones itself); ``hidden``, a factory of
     hidden cases from an instructor's secret seed (``SEED`` in ``hidden_cases.py``; shapes unlike the public
     cases', so that an answer fitted to those fails). Its notebook is the module
-    that registers it (``nb04_lstm``: notebook 04), in the order of the notebook's answer cells.
+    that registers it (``nb04_lstm``: notebook 04); its answer cell places it in the notebook's order.
     """
 
     name: str

@@ -38,35 +38,53 @@ import threading
 from datetime import date
 from pathlib import Path
 
+from seqlab import manifest as course_manifest
+from seqlab.exercises import EXERCISES, exercises_of, layout
 from seqlab.grading import grader, plan, reports, sandbox, semester
-from seqlab.exercises import exercises_of, layout
 from seqlab.grading.submissions import Submission, collect, parse_notebook
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
 CHECKOUT = PACKAGE_ROOT.parent
 
 
-def find_course_notebook(number: str, release: Path | None) -> Path:
-    """``NN`` (or a stem) as a notebook of the release folder, else of the checkout's ``notebooks/``."""
+def find_course_notebook(name: str, release: Path | None) -> Path:
+    """Notebook ``name`` (``04``, ``4``, ``nb04``, ``04-lstm``: the course manifest's resolver) in the release folder,
+    else in the checkout's ``notebooks/``."""
+    try:
+        entry = course_manifest.notebook(name)
+    except course_manifest.UnknownNotebook as err:
+        raise SystemExit(f"grade: {err}") from None
     folder = release if release is not None else CHECKOUT / "notebooks"
-    found = sorted(folder.glob(f"{number}*.ipynb")) if folder.is_dir() else []
-    if len(found) != 1:
-        raise SystemExit(f"grade: expected one notebook {number}* in {folder}, found {len(found)}")
-    return found[0]
+    path = folder / entry.filename
+    if not path.is_file():
+        raise SystemExit(f"grade: no {entry.filename} in {folder}")
+    return path
 
 
 def exercise_points(path: Path, release: Path | None) -> dict[str, float]:
-    """The exercises of one course or release notebook (the registry's for that notebook), in the order of its
-    answer cells, with their points (the exercise's own, unless the release's ``manifest.json`` says otherwise)."""
+    """The exercises of one course or release notebook, in the order of their answer cells, with their points.
+
+    A release's ``manifest.json`` says which exercises its notebook asks for and their points (a release from an
+    older commit keeps its own list); a course notebook's are the registry's, with each exercise's own points."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = nb["cells"] if release is not None else nb["cells"][:-1]    # a course notebook's last cell asserts
-    registered = exercises_of(path.stem)
-    points = {name: registered[name].points for name in layout.in_notebook_order(cells, registered)}
-    manifest = release / "manifest.json" if release is not None else None
-    if manifest is not None and manifest.exists():
-        listed = json.loads(manifest.read_text(encoding="utf-8"))["notebooks"].get(path.name, {}).get("exercises", {})
-        points.update({name: float(v.get("points", 1)) for name, v in listed.items() if name in points})
-    return points
+    listing = release / "manifest.json" if release is not None else None
+    if listing is not None and listing.exists():
+        notebooks = json.loads(listing.read_text(encoding="utf-8"))["notebooks"]
+        if path.name not in notebooks:
+            raise SystemExit(f"grade: the release's manifest.json does not list {path.name}")
+        listed = notebooks[path.name]["exercises"]
+        unknown = sorted(set(listed) - set(EXERCISES))
+        if unknown:
+            raise SystemExit(f"grade: the release's {path.name} asks for {', '.join(unknown)}, which this checkout's "
+                             "checkers do not know; grade with the commit the release was made from")
+        points = {name: float(value.get("points", EXERCISES[name].points)) for name, value in listed.items()}
+    else:
+        points = {name: ex.points for name, ex in exercises_of(path.stem).items()}
+    try:
+        return {name: points[name] for name in layout.in_notebook_order(cells, points)}
+    except LookupError as err:
+        raise SystemExit(f"grade: {path}: {err}") from None
 
 
 def key_fingerprint(points: dict[str, float], instructor: Path | None, predictions: str) -> str:
@@ -210,8 +228,8 @@ def selfcheck_command(args: argparse.Namespace) -> int:
     path = Path(args.notebook)
     raw = path.read_bytes()
     notebook = parse_notebook(raw)
-    number = path.name[:2]
-    course = find_course_notebook(number, None)
+    number = re.match(r"\d{1,2}(?!\d)", path.stem)        # "04-lstm (1).ipynb", as a browser saves a second copy
+    course = find_course_notebook(number.group(0) if number else path.stem, None)
     points = exercise_points(course, None)
     key = grader.build_key(course.stem, points)
     submission = Submission(path.stem, path.name, hashlib.sha256(raw).hexdigest(), notebook)
@@ -270,7 +288,7 @@ def gradebook_command(args: argparse.Namespace) -> int:
 def schedule_command(args: argparse.Namespace) -> int:
     start = date.fromisoformat(args.start)
     skip = [date.fromisoformat(d) for d in args.skip]
-    notebooks = sorted((CHECKOUT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    notebooks = [CHECKOUT / "notebooks" / nb.filename for nb in course_manifest.NOTEBOOKS]
     sessions = plan.schedule(notebooks, start, args.weeks, skip)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,8 @@ class MultiheadAttention(nn.Module):
 
     Weights ``(B, L, S)``, per head ``(B, h, L, S)``, or None. Keyword-only extras: ``fused`` (torch's
     kernel when no weights are asked for); ``cache`` (self-attention; masks get ``S = cache.offset``
-    columns); ``rotate(q, k)`` on the split heads (RoPE); ``score_bias`` ``(h, L, S)`` (ALiBi).
+    columns); ``rotate(q, k)`` on the split heads (RoPE); ``score_bias`` ``(h, L, S)`` (ALiBi). As torch's: the
+    weights returned are after dropout; ``add_bias_kv`` appends one learned key and value, ``add_zero_attn`` a zero one.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,

@@ -243,7 +243,8 @@ RoPE = RotaryPositionalEncoding
 
 # -- ALiBi --------------------------------------------------------------------------------------------
 def alibi_slopes(num_heads: int) -> Tensor:
-    r"""``(H,)`` float64: :math:`s_h = 2^{-8h/H}`, interleaved as the paper's code when ``H`` is no power of 2."""
+    r"""``(H,)`` float64: :math:`s_h = 2^{-8h/H}`, h = 1..H. When ``H`` is no power of 2 (as the paper's code): the
+    slopes of the largest power of two P < H, then every other slope of 2P for the remaining H - P heads."""
     if num_heads < 1:
         raise ValueError(f"ALiBi needs num_heads >= 1, got {num_heads}")
 
