@@ -39,7 +39,7 @@ from datetime import date
 from pathlib import Path
 
 from seqlab import manifest as course_manifest
-from seqlab.exercises import EXERCISES, exercises_of, layout
+from seqlab.exercises import EXERCISES, REGISTERED_BY, exercises_of, layout
 from seqlab.grading import grader, plan, reports, sandbox, semester
 from seqlab.grading.submissions import Submission, collect, parse_notebook
 
@@ -88,12 +88,15 @@ def exercise_points(path: Path, release: Path | None) -> dict[str, float]:
 
 
 def key_fingerprint(points: dict[str, float], instructor: Path | None, predictions: str) -> str:
-    """What a record was graded against; a record with another fingerprint is graded again."""
+    """What a record was graded against (the points, the instructor's files, the grader and the exercises'
+    modules); a record with another fingerprint is graded again."""
     digest = hashlib.sha256(json.dumps([points, predictions], sort_keys=True).encode())
     for name in ("hidden_cases.py", "measurements.json"):
         if instructor is not None and (instructor / name).exists():
             digest.update((instructor / name).read_bytes())
-    digest.update(Path(grader.__file__).read_bytes())
+    checkers = sorted({sys.modules[REGISTERED_BY[name]].__file__ for name in points})   # cases, references, factories
+    for path in [grader.__file__, *checkers]:
+        digest.update(Path(path).read_bytes())
     return digest.hexdigest()[:16]
 
 
