@@ -430,7 +430,8 @@ def names_file(text: str, path: str, paths: set[str]) -> bool:
     return any(re.search(rf"(?<![\w/.-]){re.escape(c)}(?![\w-]|[./]\w)", text) for c in candidates)
 
 
-def named(kind: str, item: str, text: str, items: list[str] = (), path: str = "", paths: set[str] = frozenset()) -> bool:
+def named(kind: str, item: str, text: str, items: list[str] = (), path: str = "",
+          paths: set[str] = frozenset()) -> bool:
     """Does §1 (``text``, whole; ``items``, its list items) name this item (found in the file ``path``)? A skip
     reason, a hook and a read by a key that is no literal are named only on an item that also names the file."""
     if kind == "variable":
@@ -460,9 +461,9 @@ def missing(root: Path, contributing: str, found: dict[str, list[tuple[str, str]
             key = (item, path) if kind in ("skip", "hook") else (item, where) if kind == "key" else item
             if key not in seen and not named(kind, item, text, items, path, paths):
                 shown = item if kind == "skip" else f"`{item}`"
+                elsewhere = kind in ("skip", "hook") and item and any(shown in entry for entry in items)
                 lines.append(f"{kind} {item or '(a reason without literal words)'!r} at {where}" +
-                             (f", a file §1's line for it does not name" if kind in ("skip", "hook") and item and
-                              any(shown in entry for entry in items) else ""))
+                             (": §1 names it, but on no line that names this file" if elsewhere else ""))
             seen.add(key)
     return lines
 
@@ -567,7 +568,7 @@ def test_the_scanner_names_what_section_one_lacks(tree, where, code, expected):
      "skip 'unittest.expectedFailure' at tests/test_b.py:3"),
     # a reason §1 names, in a file its line does not name
     ("tests/test_new.py", "import pytest\n@pytest.mark.skipif(True, reason='needs a CUDA GPU')\ndef test_b(): pass\n",
-     "skip 'needs a CUDA GPU' at tests/test_new.py:2, a file §1's line for it does not name"),
+     "skip 'needs a CUDA GPU' at tests/test_new.py:2: §1 names it, but on no line that names this file"),
     # conftest: hooks and what it leaves out
     ("tests/conftest.py", "collect_ignore = ['test_a.py']\n", "hook 'collect_ignore' at tests/conftest.py:1"),
     ("tests/conftest.py", "import sys\ncollect_ignore_glob = ['*_gpu.py'] if sys.platform == 'darwin' else []\n",
@@ -578,7 +579,7 @@ def test_the_scanner_names_what_section_one_lacks(tree, where, code, expected):
     ("tests/conftest.py", "def pytest_collection_modifyitems(config, items):\n    items[:] = items[:1]\n",
      "hook 'pytest_collection_modifyitems' at tests/conftest.py:1"),
     ("tests/conftest.py", "def pytest_sessionstart(session):\n    pass\n",
-     "hook 'pytest_sessionstart' at tests/conftest.py:1, a file §1's line for it does not name"),
+     "hook 'pytest_sessionstart' at tests/conftest.py:1: §1 names it, but on no line that names this file"),
     # the environment by another name
     ("scripts/x.py", "import os\nbase = dict(os.environ)\nbase.get('SEQLAB_FAKE')\n", "variable 'SEQLAB_FAKE' at scripts/x.py:3"),
     ("scripts/x.py", "import os\nv = {**os.environ, 'A': '1'}\nv['SEQLAB_FAKE']\n", "variable 'SEQLAB_FAKE' at scripts/x.py:3"),
