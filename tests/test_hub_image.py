@@ -121,6 +121,7 @@ def _notebook(text: str) -> str:
 
 
 def _start_step(home: Path, command: list[str]) -> subprocess.CompletedProcess:
+    # env-key: the test's own environment for hub/start.py, less the variables this test decides
     env = {k: v for k, v in os.environ.items() if k not in start.THREAD_VARIABLES and k != "SEQLAB_COURSE_REPO"}
     env.update({"HOME": str(home), "CPU_LIMIT": "1"})
     return subprocess.run([sys.executable, str(ROOT / "hub" / "start.py"), *command], env=env, capture_output=True,
@@ -158,6 +159,7 @@ def _hub_config(tmp_path: Path, **environ: str):
     config = Config()
     fake = types.ModuleType("seqlab_hub")
     fake.CourseSpawner = type("CourseSpawner", (), {})
+    # env-key: saves the variables the caller sets (the hub's, CONTRIBUTING §1), restored below
     saved = {k: os.environ.get(k) for k in environ}
     os.environ.update(environ)
     sys.modules["seqlab_hub"], old = fake, sys.modules.get("seqlab_hub")
@@ -167,6 +169,7 @@ def _hub_config(tmp_path: Path, **environ: str):
         exec(compile((ROOT / "hub" / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"), namespace)
     finally:
         for k, v in saved.items():
+            # env-key: puts back the variables saved above, as the caller found them
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
         sys.modules.pop("seqlab_hub")
         if old is not None:

@@ -207,6 +207,7 @@ def test_work_copies_are_ignored_by_git_and_find_the_courses_data_from_anywhere(
                             "from seqlab.data import load_corpus; "
                             "print(checkpoint_dir()); print(len(load_corpus('python-stdlib')))"],
                            cwd=tmp_path, capture_output=True, text=True, check=True,
+                           # env-key: this process's environment, less the one variable under test
                            env={k: v for k, v in __import__("os").environ.items() if k != "SEQLAB_CHECKPOINTS"})
     checkpoints, characters = found.stdout.split()
     assert Path(checkpoints) == ROOT / "data" / "checkpoints" and any(Path(checkpoints).iterdir())
