@@ -37,7 +37,7 @@ POSTED_LATER = "*The solution to this exercise will be posted after the deadline
 def student_notebook(nb: dict, notebook: str) -> tuple[dict, list[str]]:
     """The student version of course notebook ``notebook`` (``nb``, as a new dict) and its exercises, in order."""
     nb = rules.without_reveals(json.loads(json.dumps(nb)))
-    cells = nb["cells"][:-1]                          # the last cell asserts the claims, answers in hand
+    cells = rules.teaching_cells(nb["cells"])
     exercises = layout.in_notebook_order(cells, exercises_of(notebook))
     for name in exercises:
         cells[layout.answer_cell(cells, name)].setdefault("metadata", {})["seqlab"] = {"exercise": name}

@@ -63,20 +63,22 @@ def test_readme_table_is_written_from_the_manifest_keeping_the_descriptions():
     lstm = next(i for i, row in enumerate(rows) if row.startswith("| `04-lstm`"))
     # drift: a wrong run time, a renamed notebook, a missing row, a row for a notebook the course lacks
     stale = rows.copy()
-    stale[lstm] = stale[lstm].replace("| 19 s |", "| 99 s |")
+    stale[lstm] = stale[lstm].replace(f"| {manifest.notebook(4).run_time} |", "| 99 s |")
     stale[lstm + 1] = stale[lstm + 1].replace("`05-gru`", "`05-gated`")
     del stale[lstm + 2]
     stale.append("| `18-retired` | gone | 5 s | — |\n")
     broken = "".join(lines[:start] + stale + lines[end:])
     assert readme_table.drift(broken) == [
-        "04-lstm: README.md says '99 s', the manifest '19 s'", "05-gru: in the manifest, no row in README.md",
+        f"04-lstm: README.md says '99 s', the manifest '{manifest.notebook(4).run_time}'",
+        "05-gru: in the manifest, no row in README.md",
         "06-deep-and-bidirectional: in the manifest, no row in README.md",
         "05-gated: a row in README.md, not in the manifest", "18-retired: a row in README.md, not in the manifest"]
     repaired = readme_table.written(broken)
     assert readme_table.drift(repaired) == []
     got = repaired.splitlines(keepends=True)[start:end]
     assert got[lstm] == rows[lstm] and got[lstm + 1] == rows[lstm + 1], "descriptions kept, matched by number"
-    assert got[lstm + 2] == f"| `06-deep-and-bidirectional` | {manifest.notebook(6).title} | 34 s | — |\n"
+    deep = manifest.notebook(6)
+    assert got[lstm + 2] == f"| `06-deep-and-bidirectional` | {deep.title} | {deep.run_time} | — |\n"
     assert len(got) == len(manifest.NOTEBOOKS)
 
 

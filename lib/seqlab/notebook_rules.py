@@ -76,6 +76,11 @@ def cell_source(cell: dict) -> str:
     return "".join(cell.get("source", ""))
 
 
+def teaching_cells(cells: list) -> list:
+    """A course notebook's cells a student works through: all but the last, which asserts the notebook's claims
+    with the answers in hand (a student release leaves it out)."""
+    return cells[:-1]
+
 def notebook_heading(nb: dict) -> str:
     """The first line of notebook JSON ``nb``'s first cell: its ``# N · Title`` (``manifest.Notebook.heading``)."""
     lines = cell_source(nb["cells"][0]).splitlines() if nb.get("cells") else []

@@ -10,7 +10,7 @@ import pkgutil
 
 from seqlab import manifest
 from seqlab.exercises._core import (EXERCISES, REGISTERED_BY, Case, CheckResult, Exercise, Measured, Plugged, Verdict, catalogue,
-                                   check, expected_value, judge, measurement_args, plug_in, register, yours)
+                                   check, expected_value, judge, measurement_args, notebook_number, plug_in, register, yours)
 
 NOTEBOOK_MODULES = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("nb"))
 for _module in NOTEBOOK_MODULES:
@@ -23,8 +23,7 @@ def exercises_of(notebook: str | int) -> dict[str, Exercise]:
     notebook, says which exercises there are; :func:`seqlab.exercises.layout.in_notebook_order` orders them."""
     text = str(notebook)
     number = manifest.notebook(text.split("_")[0] if text.startswith("nb") else text).number
-    prefix = f"nb{number:02d}"
-    return {name: ex for name, ex in EXERCISES.items() if REGISTERED_BY[name].rsplit(".", 1)[-1][:4] == prefix}
+    return {name: ex for name, ex in EXERCISES.items() if notebook_number(name) == number}
 
 
 __all__ = ["EXERCISES", "NOTEBOOK_MODULES", "Case", "CheckResult", "Exercise", "Measured", "Plugged", "Verdict", "catalogue", "check",

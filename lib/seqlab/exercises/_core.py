@@ -114,10 +114,11 @@ class Exercise:
     @property
     def notebook(self) -> int:
         """The number of the notebook that asks for it (its registering module is ``nbNN_topic``)."""
-        module = REGISTERED_BY[self.name].rsplit(".", 1)[-1]
-        if not (module[:2] == "nb" and module[2:4].isdigit()):
-            raise LookupError(f"{self.name} is registered by {module}, not by a notebook's module nbNN_topic")
-        return int(module[2:4])
+        number = notebook_number(self.name)
+        if number is None:
+            raise LookupError(f"{self.name} is registered by {REGISTERED_BY[self.name]}, not by a notebook's module "
+                              "nbNN_topic")
+        return number
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,12 @@ class CheckResult:
 EXERCISES: dict[str, Exercise] = {}
 PASSED: dict[str, Callable[..., Any]] = {}   # exercise name -> the student's function that check() last passed
 REGISTERED_BY: dict[str, str] = {}      # exercise name -> the module that registered it (its notebook's)
+
+
+def notebook_number(name: str) -> int | None:
+    """The notebook of exercise ``name``, from the module that registered it (``nb10_multihead``: 10), or None."""
+    module = REGISTERED_BY[name].rsplit(".", 1)[-1]
+    return int(module[2:4]) if module[:2] == "nb" and module[2:4].isdigit() else None
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -429,8 +436,8 @@ def yours(name: str) -> Plugged:
     ex = EXERCISES[name]
     if ex.is_prediction or ex.measured is not None:
         raise ValueError(f"{name} is judged against a measurement; only a function exercise has an answer to reuse")
-    module = REGISTERED_BY[name].rsplit(".", 1)[-1]                       # nb10_multihead
-    where = f"notebook {module[2:4]}" if module[:2] == "nb" and module[2:4].isdigit() else module
+    number = notebook_number(name)
+    where = f"notebook {number:02d}" if number is not None else REGISTERED_BY[name]
     fn = _answers.load(name)
     if fn is None:
         return Plugged(ex.reference, f"the reference {name} (none of yours is kept: {where} keeps it once it "

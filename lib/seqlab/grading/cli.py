@@ -42,6 +42,7 @@ from seqlab import manifest as course_manifest
 from seqlab.exercises import EXERCISES, REGISTERED_BY, exercises_of, layout
 from seqlab.grading import grader, plan, reports, sandbox, semester
 from seqlab.grading.submissions import Submission, collect, parse_notebook
+from seqlab.notebook_rules import teaching_cells
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]          # lib/ in a checkout
 CHECKOUT = PACKAGE_ROOT.parent
@@ -67,7 +68,7 @@ def exercise_points(path: Path, release: Path | None) -> dict[str, float]:
     A release's ``manifest.json`` says which exercises its notebook asks for and their points (a release from an
     older commit keeps its own list); a course notebook's are the registry's, with each exercise's own points."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    cells = nb["cells"] if release is not None else nb["cells"][:-1]    # a course notebook's last cell asserts
+    cells = nb["cells"] if release is not None else teaching_cells(nb["cells"])
     listing = release / "manifest.json" if release is not None else None
     if listing is not None and listing.exists():
         notebooks = json.loads(listing.read_text(encoding="utf-8"))["notebooks"]

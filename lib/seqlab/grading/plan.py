@@ -23,6 +23,7 @@ from pathlib import Path
 
 from seqlab import manifest
 from seqlab.exercises import EXERCISES, catalogue, exercises_of, layout
+from seqlab.notebook_rules import teaching_cells
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def instructor_notes(path: Path, run_time: str | None = None) -> str:
             what = re.sub(r"\s+", " ", re.sub(r"^#+ [^\n]*\n*", "", before)).strip()
             lines.append(f"- cell {i} ({heading}): {', '.join(used)}. {what[:300]}")
         lines.append("")
-    names = layout.in_notebook_order(cells[:-1], exercises_of(path.stem))   # the last cell asserts the claims
+    names = layout.in_notebook_order(teaching_cells(cells), exercises_of(path.stem))
     polls = [n for n in names if EXERCISES[n].is_prediction]
     if polls:
         lines += ["## Prediction polls (ask the room before running the measurement)", ""]
