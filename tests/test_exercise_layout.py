@@ -7,10 +7,9 @@ public cases, while the untouched release's answer is "not written"."""
 from __future__ import annotations
 
 import ast
-import json
 
 import pytest
-from grading_helpers import NOTEBOOKS, perfect, student_release
+from grading_helpers import NOTEBOOKS, course_notebook, perfect, student_release
 
 from seqlab import manifest
 from seqlab.exercises import EXERCISES, check, exercises_of, layout
@@ -20,10 +19,6 @@ from seqlab.notebook_rules import teaching_cells
 WITH_EXERCISES = [p.stem for p in NOTEBOOKS if exercises_of(p.stem)]
 
 
-def _cells(stem: str) -> list[dict]:
-    return json.loads((NOTEBOOKS[0].parent / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
-
-
 def test_every_exercise_belongs_to_a_notebook_of_the_manifest():
     assert all(ex.notebook in range(len(manifest.NOTEBOOKS)) for ex in EXERCISES.values())
     assert len(WITH_EXERCISES) >= 17
@@ -31,7 +26,7 @@ def test_every_exercise_belongs_to_a_notebook_of_the_manifest():
 
 @pytest.mark.parametrize("stem", [p.stem for p in NOTEBOOKS])
 def test_the_registry_and_the_notebook_agree_on_its_exercises(stem):
-    cells = teaching_cells(_cells(stem))
+    cells = teaching_cells(course_notebook(stem)["cells"])
     called = list(dict.fromkeys(name for cell in cells for name in layout.checked_in(cell)))
     registered = list(exercises_of(stem))
     unregistered = [name for name in called if name not in registered]
@@ -52,7 +47,7 @@ def _run_plan(plan) -> object:
 
 @pytest.mark.parametrize("stem", WITH_EXERCISES)
 def test_each_build_exercise_has_its_solution_fold_and_it_passes_read_back_the_graders_way(stem):
-    cells = teaching_cells(_cells(stem))
+    cells = teaching_cells(course_notebook(stem)["cells"])
     best, blank = perfect(stem), student_release(stem)
     for name in layout.in_notebook_order(cells, exercises_of(stem)):
         ex = EXERCISES[name]
