@@ -383,8 +383,10 @@ def test_one_odd_file_never_sinks_the_batch_and_every_student_keeps_their_own_re
         (subs / f"{name}.ipynb").write_bytes(as_bytes(good))
     (subs / "sub" / "zed.ipynb").write_bytes(as_bytes(student_release("01-why-sequences")))
     out = tmp_path / "grades"
-    assert cli.main(["grade", str(subs), "--notebook", "01", "--out", str(out), "--jobs", "2"]) == 0
+    code = cli.main(["grade", str(subs), "--notebook", "01", "--out", str(out), "--jobs", "2"])
     folder = out / "01-why-sequences"
+    records = [json.loads(p.read_text()) for p in (folder / "records").glob("*.json")]
+    assert code == 0, [(r["student"], r["flags"]) for r in records if r["status"] == "grader-error"]
     rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((folder / "gradebook.csv").read_text()))}
     assert set(rows) == {"bigint", "oops", "plus", "王伟", "李娜", "sub_zed", "sub/zed"}
     assert rows["bigint"]["status"] == "unreadable"
@@ -392,7 +394,6 @@ def test_one_odd_file_never_sinks_the_batch_and_every_student_keeps_their_own_re
     assert rows["plus"]["perplexity:status"] == "not found" and rows["plus"]["status"] == "graded"
     assert float(rows["王伟"]["score"]) == float(rows["李娜"]["score"]) == float(rows["sub_zed"]["score"]) == 4.0
     assert float(rows["sub/zed"]["score"]) == 0.0
-    records = [json.loads(p.read_text()) for p in (folder / "records").glob("*.json")]
     assert sorted(r["student"] for r in records) == sorted(rows)
     assert len(list((folder / "feedback").glob("*.md"))) == len(rows)
 

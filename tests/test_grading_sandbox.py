@@ -356,6 +356,25 @@ def test_a_worker_that_cannot_start_is_a_grader_error_never_a_zero(key, monkeypa
     assert all("the grader failed" in e["message"] for e in record["exercises"].values())
 
 
+def test_a_worker_that_fails_once_is_retried_and_the_record_says_so(key, monkeypatch):
+    """A busy machine can fail to start a worker once (CI saw one grader-error in thousands of runs): the
+    grader tries once more in a fresh worker, grades the answer, and flags the retry for the instructor."""
+    real_start, calls = sandbox.Worker.start, []
+
+    def fail_first(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise sandbox.GraderError("simulated: the worker did not start")
+        real_start(self)
+    monkeypatch.setattr(sandbox.Worker, "start", fail_first)
+    with sandbox.Sandbox(MODES[0]) as box:
+        record = grade(key, box, CORRECT)
+    assert record["status"] == "graded"
+    assert {e["status"] for e in record["exercises"].values()} == {"passed"}
+    retried = [f for f in record["flags"] if "grader retried" in f]
+    assert retried == ["perplexity: grader retried once: simulated: the worker did not start"], record["flags"]
+
+
 @pytest.mark.skipif("bwrap+uid" not in MODES, reason="the sandbox user's view is tested as root (bwrap+uid)")
 def test_the_preflight_passes_under_a_private_folder_and_names_an_unreadable_one(tmp_path):
     """A checkout under a 0700 folder (a home directory) still grades: the sandbox's root has folders of its

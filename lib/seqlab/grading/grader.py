@@ -202,11 +202,6 @@ def _job(name: str, plan) -> dict:
     return {"exercise": name, "imports": list(plan.imports), "cells": list(plan.cells), "target": plan.target}
 
 
-def _started(run: sandbox.ChildRun) -> bool:
-    """The exercise's process reached the student's code: its first line is the "ready" event, sent before."""
-    return bool(run.lines) and b'"event": "ready"' in run.lines[0]
-
-
 def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> list[bool]:
     """Pass or fail per hidden case, and nothing else: no error text, no value, no status beyond that."""
     hidden = [kc for kc in key.cases[name] if kc.hidden]
@@ -220,8 +215,8 @@ def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> li
             continue
         if isinstance(message, dict) and message.get("event") == "case" and isinstance(message.get("i"), int):
             rows.setdefault(message["i"], message)
-    if not _started(run):
-        raise sandbox.GraderError("the hidden cases' process did not start")
+    if not run.started:
+        raise sandbox.GraderError(f"the hidden cases' process did not start: {run.grader_failure()}")
     passed = []
     for i, kc in enumerate(hidden):
         row = rows.get(i, {})
@@ -254,8 +249,10 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
     completion = graded_for_completion(key, name)
     run = sandbox.run_child(_job(name, plan), limits, mode=mode, sandbox=box)
     result.seconds = round(run.seconds, 2)
-    if run.grader_error or not _started(run):
-        return _grader_error(result, run.grader_error or _setup_failure(run))
+    if run.retried:
+        result.flags.append(f"grader retried once: {run.retried}"[:300])
+    if run.grader_failure():
+        return _grader_error(result, run.grader_failure())
     rows, events = _case_rows(key, name, run)
     if completion:
         return _judge_completion(result, rows[0], events, run)
@@ -295,6 +292,8 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
     if hidden_count:
         hidden_run = sandbox.run_child({**_job(name, plan), "hidden": [kc.case.args for kc in key_cases if kc.hidden]},
                                        limits, mode=mode, sandbox=box, hidden=True)
+        if hidden_run.retried:
+            result.flags.append(f"grader retried the hidden cases once: {hidden_run.retried}"[:300])
         try:
             verdicts = _hidden_rows(key, name, hidden_run, ex)
         except sandbox.GraderError as err:
@@ -319,17 +318,6 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
             f"The grader runs only this exercise's answer cell and the notebook's imports: define "
             f"{', '.join(missing)} in the answer cell.")
     return result
-
-
-def _setup_failure(run: sandbox.ChildRun) -> str:
-    for raw in run.lines[:2]:
-        try:
-            message = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(message, dict) and message.get("event") == "setup_failed":
-            return f"the exercise's process could not be set up: {str(message.get('error'))[:300]}"
-    return f"the exercise's process ended before running the answer (exit {run.returncode})"
 
 
 def _grader_error(result: ExerciseResult, why: str) -> ExerciseResult:

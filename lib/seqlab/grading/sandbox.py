@@ -99,6 +99,28 @@ class ChildRun:
     stderr_tail: str = ""
     memory_exceeded: bool = False
     grader_error: str | None = None
+    retried: str | None = None
+
+    @property
+    def started(self) -> bool:
+        """The exercise's process reached the student's code: its first line is the "ready" event, sent before."""
+        return bool(self.lines) and b'"event": "ready"' in self.lines[0]
+
+    def grader_failure(self) -> str | None:
+        """Why the grader itself could not run the exercise (never the student's doing: nothing of theirs runs
+        before "ready"), or None."""
+        if self.grader_error:
+            return self.grader_error
+        if self.started:
+            return None
+        for raw in self.lines[:2]:
+            try:
+                message = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(message, dict) and message.get("event") == "setup_failed":
+                return f"the exercise's process could not be set up: {str(message.get('error'))[:300]}"
+        return f"the exercise's process ended before running the answer (exit {self.returncode})"
 
 
 # -- frames between the grader and its worker: a 4-byte length, then a pickle (sent by the trusted side) ----
@@ -611,6 +633,25 @@ class Sandbox:
                 f"{'per exercise (cgroup)' if whole else 'per process'}")
 
     def run(self, job: dict, limits: Limits, *, hidden: bool = False) -> ChildRun:
+        """Run ``job`` in this slot's worker for its role. A run the grader could not carry out (a worker that
+        did not start or stopped answering, a process that ended before the answer's code) is tried once more
+        in a fresh worker, since a busy machine can fail once; ``retried`` then says why the first failed."""
+        run = self._run_once(job, limits, hidden)
+        first = run.grader_failure()
+        if first is not None:
+            self._retire("hidden" if hidden else "public")
+            run = self._run_once(job, limits, hidden)
+            run.retried = first
+        return run
+
+    def _retire(self, role: str) -> None:
+        worker = self.workers.pop(role, None)
+        if worker is not None:
+            worker.close()
+        if self.mode == "bwrap+uid":
+            _kill_user(self.slot.uid)
+
+    def _run_once(self, job: dict, limits: Limits, hidden: bool) -> ChildRun:
         role = "hidden" if hidden else "public"
         worker = self.workers.get(role)
         try:
