@@ -33,6 +33,9 @@ BIGRAMS = ("def bigram_counts(text):\n    counts = {}\n    for i in range(len(te
            "        counts[text[i:i + 2]] = counts.get(text[i:i + 2], 0) + 1\n    return counts\n")
 SECRET = "hidden-secret-7f3a"
 LIMITS = sandbox.Limits(seconds=10.0)
+# for the answers that must run out of time: a loop stopped after 5 s proves what one stopped after 10 s does,
+# and each such answer spends its limit twice (public and hidden cases) in each mode
+TIMED_OUT_LIMITS = sandbox.Limits(seconds=5.0)
 MODES = [m for m in sandbox.available_modes() if m != "rlimits-only"] or ["rlimits-only"]
 HIDDEN_VALUE = 0.3141592653          # a hidden case's input: it must never come back in any output
 CANARY_IN_CHECKOUT = ROOT / "test-artifacts" / "grading" / "canary" / "keep.txt"
@@ -197,7 +200,7 @@ def canaries_and_table():
     yield
     CANARY_IN_HOME.unlink(missing_ok=True)
     lines = [f"Isolation modes: {', '.join(MODES)}. Limits: {LIMITS.seconds:g} s per exercise, "
-             f"{LIMITS.memory / 2**30:g} GiB.", "",
+             f"{LIMITS.memory / 2**30:g} GiB ({TIMED_OUT_LIMITS.seconds:g} s for the answers that must time out).", "",
              "| mode | submission | perplexity | the other exercise | seconds |", "|---|---|---|---|---|"]
     lines += [f"| {mode} | {label} | {status} | {other} | {seconds:.1f} |" for mode, label, status, other, seconds in TABLE]
     out = ROOT / "test-artifacts" / "grading"
@@ -243,8 +246,9 @@ def _shared_memory_keys() -> set[int]:
 def test_a_hostile_answer_is_graded_and_harms_nothing(mode, label, key, boxes, loopback_server):
     port, accepted = loopback_server
     answer, allowed = _hostile(port)[label]
+    limits = TIMED_OUT_LIMITS if allowed == {"timed out"} else LIMITS
     start = time.monotonic()
-    record = grade(key, boxes[mode], answer)
+    record = grade(key, boxes[mode], answer, limits=limits)
     seconds = time.monotonic() - start
     hostile, other = record["exercises"]["perplexity"], record["exercises"]["bigram_counts"]
     TABLE.append((mode, label, f"{hostile['status']} ({hostile['score']:g}/1)", other["status"], seconds))
@@ -261,7 +265,7 @@ def test_a_hostile_answer_is_graded_and_harms_nothing(mode, label, key, boxes, l
     if mode == "bwrap+uid":
         assert not sandbox.leftover_processes()
     if hostile["status"] == "timed out":
-        assert seconds < 3 * LIMITS.seconds + 30
+        assert seconds < 3 * limits.seconds + 30
 
 
 @pytest.mark.parametrize("mode", MODES)

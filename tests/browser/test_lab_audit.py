@@ -39,7 +39,7 @@ from pathlib import Path
 
 import nbformat
 
-from accessibility import AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, IMPACTS, axe_source
+from accessibility import AXE_OPTIONS, AXE_TAGS, AXE_TIMEOUT_S, FAILING_IMPACTS, IMPACTS, axe_source
 from lab_pages import (KERNEL_STATUS_JS, NOTEBOOK_IMAGES, PAGE_TIMEOUT_S, ROOT, WIDGET_NOTEBOOKS, _open_lab, _wait,
                        _wait_notebook_open, evaluate, open_page)
 from seqlab.notebook_rules import WIDGET_MIME
@@ -68,7 +68,7 @@ CONTENT_HEIGHT_JS = f"""() => document.querySelector('{PANEL} .jp-WindowedPanel-
 
 # axe over the whole page; each flagged element with its side (content or JupyterLab) and region, and for
 # an <img> in an output whether that output's metadata holds alt text (read from JupyterLab's own model)
-AUDIT_JS = f"""async (tags) => {{
+AUDIT_JS = f"""async (options) => {{
   const nb = window.jupyterapp.shell.currentWidget.content;
   const REGIONS = [['.jp-Cell-inputArea', 'code editor'], ['.jp-InputPrompt, .jp-OutputPrompt', 'prompt'],
                    ['.jp-NotebookPanel-toolbar', 'notebook toolbar'], ['.jp-NotebookPanel', 'notebook panel'],
@@ -81,7 +81,7 @@ AUDIT_JS = f"""async (tags) => {{
     const meta = output.metadata || {{}};
     return Boolean((meta['image/png'] || {{}}).alt || meta.alt);
   }};
-  const result = await axe.run(document, {{runOnly: {{type: 'tag', values: tags}}, elementRef: true}});
+  const result = await axe.run(document, options);
   return result.violations.flatMap(v => v.nodes.map(n => {{
     const e = n.element;
     const content = Boolean(e.closest('{PANEL} .jp-MarkdownOutput, {PANEL} .jp-OutputArea-output'));
@@ -131,7 +131,7 @@ def _summary(nodes: list[dict]) -> dict:
 
 def _audit_page(page, notebook: str, screenshot: Path | None = None) -> dict:
     """axe over the open, rendered ``notebook`` in the current theme: the findings, sorted by side."""
-    nodes = evaluate(page, AUDIT_JS, AXE_TAGS, what=f"axe-core's audit of {notebook}", timeout_s=AXE_TIMEOUT_S)
+    nodes = evaluate(page, AUDIT_JS, {**AXE_OPTIONS, "elementRef": True}, what=f"axe-core's audit of {notebook}", timeout_s=AXE_TIMEOUT_S)
     if screenshot is not None:        # 1,600 pixels around the first figure (or the top), small enough to look at
         top = evaluate(page, f"() => {{ const i = document.querySelector('{PANEL} .jp-OutputArea-output img');"
                              " return i ? Math.max(0, i.getBoundingClientRect().top - 300) : 0; }")
