@@ -123,6 +123,7 @@ register(Exercise(
         Case((torch.tensor([[1.0, 2.0, 3.0], [3.0, 0.0, -3.0]], dtype=torch.float64), 0.7), "a batch of two rows"),
         Case((torch.tensor([1000.0, 999.0, 0.0], dtype=torch.float64), 1.0), "large logits"),
     ],
+    hidden=lambda seed: [Case((randn64(2, 5, seed=seed) * 3, 0.8), "a batch of two rows of five logits, tau = 0.8")],
     hint="p_i = exp(z_i / tau) / sum_j exp(z_j / tau), over the last dimension.",
     diagnose=_diagnose_softmax,
     same=_same_tensor,

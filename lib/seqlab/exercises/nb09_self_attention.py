@@ -128,6 +128,8 @@ register(Exercise(
                 "four tokens, d_model = 3, d_k = 2, d_v = 5"),
            Case((_randn(6, 4, seed=5), _randn(4, 4, seed=6), _randn(4, 4, seed=7), _randn(4, 4, seed=8)),
                 "six tokens, all sizes 4")],
+    hidden=lambda seed: [Case((_randn(5, 3, seed=seed), _randn(3, 4, seed=seed + 1), _randn(3, 4, seed=seed + 2),
+                                _randn(3, 2, seed=seed + 3)), "five tokens, d_model = 3, d_k = 4, d_v = 2")],
     hint="Q, K, V = X @ W_q, X @ W_k, X @ W_v; then softmax(Q @ K.T / sqrt(d_k), dim=-1) @ V.",
     diagnose=_diagnose_head,
     same=_close,

@@ -154,6 +154,9 @@ register(Exercise(
            Case((randn64(5, 8, seed=19), randn64(5, 8, seed=25), randn64(8, 8, seed=20), randn64(8, 8, seed=21),
                  randn64(8, 8, seed=22), randn64(8, 8, seed=23), 4),
                 "5 queries, 5 keys of another sequence, d_model = 8, h = 4")],
+    hidden=lambda seed: [Case((randn64(2, 6, seed=seed), randn64(7, 6, seed=seed + 1),
+                                *(randn64(6, 6, seed=seed + j) for j in (2, 3, 4, 5)), 2),
+                               "2 queries, 7 keys, d_model = 6, h = 2")],
     hint="Q from X_q, K and V from X_kv; split each into (h, length, d_k) with its own length; "
          "A = softmax(Q K^T / sqrt(d_k)) per head, (h, n, m); Z = A @ V; concatenate to (n, d_model); multiply by W_O.",
     diagnose=_diagnose_cross,
@@ -370,6 +373,8 @@ register(Exercise(
                 "5 tokens, d_model = 8, h = 4, a causal mask"),
            Case((randn64(2, 6, 12, seed=60) * 2, _mha_params(12, 61), 3, _causal(6)),
                 "a batch of 2 sequences of 6 tokens, d_model = 12, h = 3, causal")],
+    hidden=lambda seed: [Case((randn64(3, 5, 8, seed=seed) * 2, _mha_params(8, seed + 1), 2, _causal(5)),
+                               "a batch of 3 sequences of 5 tokens, d_model = 8, h = 2, causal")],
     hint="Q = X @ W_Q + b_Q (and K, V); head i reads columns i*d_k:(i+1)*d_k of each; attention(Q_i, K_i, V_i, mask) "
          "per head; torch.cat(heads, dim=-1) @ W_O + b_O.",
     diagnose=_diagnose_mha,

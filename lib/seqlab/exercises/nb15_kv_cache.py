@@ -279,6 +279,7 @@ register(Exercise(
     cases=[Case(_position_case(4, 6, 5, seed=0), "4 windows of 6 positions, a vocabulary of 5"),
            Case(_position_case(1, 3, 7, seed=5), "one window of 3 positions"),
            Case(_position_case(3, 1, 4, seed=9), "windows of a single position")],
+    hidden=lambda seed: [Case(_position_case(2, 8, 6, seed=seed), "2 windows of 8 positions, a vocabulary of 6")],
     hint="log_p = log_softmax(logits, -1); -log_p.gather(-1, targets[..., None])[..., 0].mean(0).",
     diagnose=_diagnose_by_position,
     same=lambda got, expected: tensors_close(got, expected, rtol=1e-9, atol=1e-12),

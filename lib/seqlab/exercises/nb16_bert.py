@@ -140,6 +140,7 @@ register(Exercise(
     cases=[Case(_pool_case(0, [5], 5, 4), "one sentence, no padding"),
            Case(_pool_case(2, [6, 3], 6, 4), "two sentences, the second with 3 padding positions"),
            Case(_pool_case(4, [2, 7, 4], 7, 8), "three sentences of 2, 7 and 4 tokens, d = 8")],
+    hidden=lambda seed: [Case(_pool_case(seed, [3, 1], 5, 6), "two sentences of 3 and 1 tokens, d = 6")],
     hint="real = mask[..., None]; u = (h * real).sum(1) / real.sum(1); return u / u.norm(dim=-1, keepdim=True).",
     diagnose=_diagnose_pool,
     same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape
