@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.exercises._core import Case, Exercise, register, tensors_close
+from seqlab.exercises._core import Case, Exercise, randn64, register, tensors_close
 from seqlab.gradients import bptt_step as _bptt_step
 
 
@@ -226,6 +226,7 @@ register(Exercise(
         Case((torch.tensor([[-20.0, 0.5], [2.0, 20.0]], dtype=torch.float64),), "saturated units (|z| = 20) in a matrix"),
         Case((torch.tensor([0.0]),), "z = 0, where both derivatives are largest"),
     ],
+    hidden=lambda seed: [Case((randn64(3, 4, seed=seed) * 3,), "a 3 x 4 matrix of pre-activations")],
     hint="tanh'(z) = 1 - tanh(z)**2 and sigma'(z) = sigma(z) * (1 - sigma(z)); use torch.tanh and torch.sigmoid.",
     diagnose=_diagnose_derivatives,
     same=_same_tensors,

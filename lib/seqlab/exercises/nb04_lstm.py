@@ -215,6 +215,7 @@ register(Exercise(
         Case(_weight_case(3, 2), "H = 3 units, I = 2 inputs"),
         Case(_weight_case(4, 4), "a square weight_hh of H = 4 units"),
     ],
+    hidden=lambda seed: [Case(_weight_case(5 + seed % 3, 3), "H = 5 to 7 units, I = 3 inputs")],
     hint="H = weight.shape[0] // 4; gate k (in the order i, f, g, o) is weight[k*H:(k+1)*H].",
     diagnose=_diagnose_split,
     same=_same_split,

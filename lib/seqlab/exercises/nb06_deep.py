@@ -183,6 +183,7 @@ register(Exercise(
         Case(_padded_output([2, 6], 3, 1), "the first sequence is the short one (H = 3)"),
         Case(_padded_output([4, 4, 4], 1, 2), "no padding at all (H = 1)"),
     ],
+    hidden=lambda seed: [Case(_padded_output([3, 6, 2, 4], 2, seed), "a padded batch of lengths 3, 6, 2, 4 (H = 2)")],
     hint="forward: output[b, lengths[b] - 1, :H] (its last real step); backward: output[b, 0, H:] (it ran "
          "right to left); concatenate them along the features.",
     diagnose=_diagnose_final_states,

@@ -263,6 +263,9 @@ register(Exercise(
     cases=[Case((_log_probs(3, 5, seed=0), [1, 4, 2]), "three steps over five tokens"),
            Case((_log_probs(1, 4, seed=1), [0]), "one step"),
            Case((_log_probs(6, 7, seed=2), [3, 3, 0, 6, 1, 2]), "six steps, a token repeated")],
+    hidden=lambda seed: [Case((_log_probs(4, 6, seed=seed),
+                                torch.randint(6, (4,), generator=torch.Generator().manual_seed(seed + 1)).tolist()),
+                               "four steps over six tokens")],
     hint="log p(y | x) = sum over t of log p(y_t | y_<t, x) = sum of step_log_probs[t, tokens[t]].",
     diagnose=_diagnose_log_prob,
 ))

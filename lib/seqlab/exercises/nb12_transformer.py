@@ -73,6 +73,7 @@ register(Exercise(
            Case(_sublayer_case(10, 4, True), "pre-norm (norm_first=True), d = 4"),
            Case(_sublayer_case(20, 8, False), "post-norm, d = 8"),
            Case(_sublayer_case(30, 8, True), "pre-norm, d = 8")],
+    hidden=lambda seed: [Case(_sublayer_case(seed, 6, bool(seed % 2)), "d = 6, pre- or post-norm")],
     hint="norm_first=False: norm(x + sublayer(x)); norm_first=True: x + sublayer(norm(x)).",
     diagnose=_diagnose_sublayer,
     same=lambda got, expected: isinstance(got, Tensor) and _close(got.detach(), expected.detach()),

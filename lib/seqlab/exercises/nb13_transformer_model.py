@@ -168,6 +168,8 @@ register(Exercise(
            Case(_cross_sublayer_case(60, 12, 3, 5, 5, [4, 5, 1], False),
                 "post-norm, 5 target and 5 source positions, three sources of 4, 5 and 1 tokens"),
            Case(_cross_sublayer_case(70, 12, 3, 5, 5, [4, 5, 1], True), "the same in pre-norm")],
+    hidden=lambda seed: [Case(_cross_sublayer_case(seed, 6, 2, 2, 4, [4, 2, 3], bool(seed % 2)),
+                               "2 target positions reading 4 source positions, three sources, d_model = 6")],
     hint="norm_first=False: c, _ = attention(y, memory, memory, key_padding_mask=memory_padding); return "
          "norm(y + c). norm_first=True: c, _ = attention(norm(y), memory, memory, key_padding_mask=memory_padding); "
          "return y + c.",

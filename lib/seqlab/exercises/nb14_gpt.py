@@ -289,6 +289,7 @@ register(Exercise(
            Case((torch.tensor([0.3, -0.2, 1.5]), 10), "k = 10 > V = 3: nothing to cut either",
                 hint="k larger than the vocabulary leaves nothing to cut: return the logits unchanged "
                      "(nanoGPT clamps k to V the same way).")],
+    hidden=lambda seed: [Case((randn64(2, 9, seed=seed) * 2, 4), "2 rows, V = 9, k = 4")],
     hint="kth = logits.topk(k, dim=-1).values[..., -1:]; return logits.masked_fill(logits < kth, float('-inf')) "
          "(and the logits unchanged when k >= V).",
     diagnose=_diagnose_top_k,

@@ -302,6 +302,7 @@ register(Exercise(
     cases=[Case(_ids_case(0, [5, 3], 5), "two sentences of 5 and 3 tokens, padded to 5"),
            Case(_ids_case(1, [2, 6, 4], 6), "three sentences of 2, 6 and 4 tokens, padded to 6"),
            Case(_ids_case(2, [4, 1], 4, pad_id=7), "padding id 7 instead of 0")],
+    hidden=lambda seed: [Case(_ids_case(seed, [7, 2, 5, 3], 7), "four sentences padded to 7")],
     hint="real = input_ids != pad_id, (B, n); then real[:, None, :].expand(-1, n, -1): the same row for every query.",
     diagnose=_diagnose_attention_mask,
     same=lambda got, expected: isinstance(got, Tensor) and got.shape == expected.shape and got.dtype == torch.bool
