@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +40,12 @@ def _diagnose_perplexity(args: tuple, got: Any, expected: float) -> str | None:
     return None
 
 
+def _secret_text(seed: int, n: int = 40) -> str:
+    """``n`` characters of a, b, c, d and spaces, fixed by an instructor's secret seed: a hidden case's text."""
+    rng = random.Random(seed)
+    return "".join(rng.choice("abcd ") for _ in range(n))
+
+
 register(Exercise(
     name="perplexity",
     signature="perplexity(probs: list[float]) -> float, where probs[t] = p(x_t | x_<t)",
@@ -52,6 +59,7 @@ register(Exercise(
              hint="the product of 5000 probabilities of 0.01 is 1e-10000, which underflows to 0.0 in floating "
                   "point; add logarithms instead of multiplying probabilities."),
     ],
+    hidden=lambda seed: [Case(([random.Random(seed + i).uniform(0.05, 0.95) for i in range(9)],), "nine probabilities")],
     hint="PPL = exp(-(1/T) * sum_t log p_t); math.log is the natural logarithm.",
     diagnose=_diagnose_perplexity,
 ))
@@ -95,6 +103,7 @@ register(Exercise(
         Case(("",), "an empty text"),
         Case(("to be, or not to be",), "a line of Hamlet"),
     ],
+    hidden=lambda seed: [Case((_secret_text(seed),), "forty characters of a, b, c, d and spaces")],
     hint="slide a window of two characters along the text one step at a time and count what you see.",
     diagnose=_diagnose_bigrams,
     same=_same_counts,
@@ -137,6 +146,7 @@ register(Exercise(
         Case(("abab", "b", "b", 0.5, 3), "add-k with a symbol the text never shows"),
         Case(("to be, or not to be", "o", " ", 1.0, 27), "a line of Hamlet, add-one"),
     ],
+    hidden=lambda seed: [Case((_secret_text(seed), "a", "b", 0.5, 5), "add-k, k = 0.5, on a text of five symbols")],
     hint="p(nxt | prev) = (c(prev nxt) + k) / (sum over x of c(prev x) + k * V).",
     diagnose=_diagnose_bigram_prob,
 ))

@@ -176,6 +176,7 @@ register(Exercise(
         Case((10, 20, 1, True), "one bidirectional layer"),
         Case((10, 20, 3, True), "three bidirectional layers"),
     ],
+    hidden=lambda seed: [Case((7 + seed % 5, 13, 2, True), "two bidirectional layers of 13 units")],
     hint="per layer and direction: W_ih (H x layer input) + W_hh (H x H) + b_ih (H) + b_hh (H); the first "
          "layer's input is input_size, the others' is hidden_size * num_directions.",
     diagnose=_diagnose_count,

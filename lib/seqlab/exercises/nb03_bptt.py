@@ -171,6 +171,7 @@ register(Exercise(
              "three tensors, each below max_norm, together above it"),
         Case(_clip_case([(8, 8), (8,)], 100.0, 1.0, seed=3), "an exploding gradient"),
     ],
+    hidden=lambda seed: [Case(_clip_case([(2, 5), (5,)], 4.0, 1.5, seed=seed), "two gradients, max_norm = 1.5")],
     hint="norm = sqrt(sum of squares of every entry of every tensor); if norm > max_norm multiply every "
          "tensor by max_norm / norm, else return them unchanged.",
     diagnose=_diagnose_clip,

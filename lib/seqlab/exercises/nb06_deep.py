@@ -97,6 +97,14 @@ _SKEWED_A = np.array([[0.9, 0.1], [0.4, 0.6]])                      # not symmet
 _THREE_A = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]])
 _THREE_B = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]])
 
+def _secret_filter_case(seed: int) -> list[Case]:
+    """Four hidden states, two observations: a belief and rows of A and B drawn from an instructor's secret seed."""
+    rng = np.random.default_rng(seed)
+    rows = lambda n, k: (lambda m: m / m.sum(axis=1, keepdims=True))(rng.uniform(0.1, 1.0, (n, k)))  # noqa: E731
+    belief = rows(1, 4)[0]
+    return [Case((belief, rows(4, 4), rows(4, 2), int(seed % 2)), "four states, two observations")]
+
+
 register(Exercise(
     name="filter_step",
     mistakes=tuple(hint for _, hint in _FILTER_MISTAKES),
@@ -111,6 +119,7 @@ register(Exercise(
         Case((np.array([0.6, 0.3, 0.1]), _THREE_A, np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]), 1),
              "three states, two observations"),
     ],
+    hidden=_secret_filter_case,
     hint="predict with the transition (A.T @ belief), weigh by the column B[:, evidence], then normalise.",
     diagnose=_diagnose_filter,
     same=_same_vector,

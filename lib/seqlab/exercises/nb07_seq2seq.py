@@ -211,6 +211,15 @@ def _diagnose_inputs(args: tuple, got: Any, expected: Tensor) -> str | None:
     return f"{first_difference(got, expected)}."
 
 
+def _secret_schedule(seed: int) -> list[Case]:
+    """Two targets of six tokens (<bos> = 1 first), the model's choices and a coin per step, from a secret seed."""
+    g = torch.Generator().manual_seed(seed)
+    tgt_in = torch.randint(2, 10, (2, 6), generator=g)
+    tgt_in[:, 0] = 1
+    predictions = torch.randint(2, 10, (2, 6), generator=g)
+    return [Case((tgt_in, predictions, torch.rand(2, 6, generator=g) < 0.5), "two targets of six tokens")]
+
+
 register(Exercise(
     name="scheduled_inputs",
     signature="scheduled_inputs(tgt_in: LongTensor (B, T), predictions: LongTensor (B, T), use_own: BoolTensor "
@@ -224,6 +233,7 @@ register(Exercise(
            Case((torch.tensor([[1, 3, 4, 5, 6]] * 3), torch.tensor([[3, 4, 4, 6, 2], [7, 7, 7, 7, 7], [3, 4, 5, 6, 2]]),
                  torch.tensor([[False] * 5, [False, True, False, True, True], [True] * 5])),
                 "three rows: never, sometimes, always the model's own choice")],
+    hidden=_secret_schedule,
     hint="keep column 0 (<bos>); for t >= 1 take predictions[:, t - 1] where use_own[:, t] is True, else "
          "tgt_in[:, t] (torch.where on the columns 1: and :-1).",
     diagnose=_diagnose_inputs,
@@ -321,6 +331,8 @@ register(Exercise(
                 "three hypotheses of different scores, keep three"),
            Case((torch.tensor([0.0], dtype=torch.float64), _log_probs(1, 6, seed=5), 4),
                 "the first step: one hypothesis (just <bos>), keep four")],
+    hidden=lambda seed: [Case((-3 * torch.rand(3, generator=torch.Generator().manual_seed(seed), dtype=torch.float64),
+                                _log_probs(3, 6, seed=seed + 1), 3), "three hypotheses, six tokens, keep three")],
     hint="add scores[:, None] to log_probs, flatten the k x V array, take the beam_size largest "
          "(.topk), and turn each flat index i into (i // V, i % V).",
     diagnose=_diagnose_beam,

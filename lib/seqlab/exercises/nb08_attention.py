@@ -3,6 +3,7 @@ about reversing 24 digits with and without attention (judged against the noteboo
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from typing import Any
 
@@ -142,6 +143,8 @@ register(Exercise(
            Case(("the cat sat on the mat".split(), "the cat is on the mat".split(), 2), "bigrams"),
            Case(("a a b a a b".split(), "a a b b".split(), 2), "a repeated bigram, clipped at one"),
            Case(("x y z".split(), "x y z".split(), 3), "one trigram, matching")],
+    hidden=lambda seed: [Case(((lambda r: ([r.choice("abcde") for _ in range(9)], [r.choice("abcde") for _ in range(8)],
+                                          2))(random.Random(seed))), "nine candidate and eight reference words, bigrams")],
     hint="count the candidate's n-grams and the reference's; matches = sum over n-grams of "
          "min(candidate count, reference count); total = number of candidate n-grams.",
     diagnose=_diagnose_precision,

@@ -84,6 +84,7 @@ register(Exercise(
     signature="causal_mask(n: int) -> BoolTensor (n, n), True where query i may attend to key j",
     reference=_causal_mask,
     cases=[Case((3,), "three tokens"), Case((1,), "one token"), Case((6,), "six tokens")],
+    hidden=lambda seed: [Case((7 + seed % 5,), "seven to eleven tokens")],
     hint="torch.ones(n, n, dtype=torch.bool).tril(): the lower triangle, diagonal included.",
     diagnose=_diagnose_mask,
     same=lambda got, expected: isinstance(got, Tensor) and got.dtype == torch.bool and torch.equal(got, expected),

@@ -92,6 +92,7 @@ register(Exercise(
     cases=[Case((6, 8), "six positions, d_model = 8 (pairs i = 0 .. 3)"),
            Case((50, 16), "50 positions, d_model = 16: far positions and slow pairs"),
            Case((8, 8), "eight positions, d_model = 8: rows are positions, columns dimensions")],
+    hidden=lambda seed: [Case((9 + seed % 4, 12), "9 to 12 positions, d_model = 12")],
     hint="pos = arange(n)[:, None]; omega = 10000 ** (-2 * arange(d/2) / d); stack (sin(pos omega), cos(pos omega)) "
          "on a last axis and reshape to (n, d).",
     diagnose=_diagnose_sinusoidal,

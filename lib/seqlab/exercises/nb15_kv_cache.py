@@ -160,6 +160,7 @@ register(Exercise(
     cases=[Case((3, 4, 128, 50, 1), "3 layers, 4 heads, d_model = 128, 50 tokens, one sequence"),
            Case((5, 2, 64, 40, 3), "5 layers, 2 heads, d_model = 64, 40 tokens, 3 sequences"),
            Case((3, 1, 24, 10, 2), "3 layers, one head, d_model = 24, 10 tokens, 2 sequences")],
+    hidden=lambda seed: [Case((2 + seed % 3, 3, 48, 17, 2), "2 to 4 layers, 3 heads, d_model = 48, 17 tokens, 2 sequences")],
     hint="2 (K and V) x num_layers x batch_size x T x d_model numbers, 4 bytes each; nhead does not matter.",
     diagnose=_diagnose_cache,
     same=lambda got, expected: isinstance(got, (int, float)) and not isinstance(got, bool) and got == expected,

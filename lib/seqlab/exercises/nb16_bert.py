@@ -86,6 +86,7 @@ register(Exercise(
     cases=[Case(_masking_case(0, (40,)), "one sequence of 40 ids"),
            Case(_masking_case(1, (4, 30)), "a batch of 4 sequences of 30"),
            Case(_masking_case(2, (3, 20), p=0.4), "p = 0.4: more positions chosen")],
+    hidden=lambda seed: [Case(_masking_case(seed, (2, 25), p=0.3), "2 sequences of 25 ids, p = 0.3")],
     hint="chosen = choose_draw < p; inputs: [MASK] where chosen & (how_draw < 0.8), random_tokens where chosen & "
          "(0.8 <= how_draw < 0.9); labels = torch.where(chosen, ids, IGNORE_INDEX).",
     diagnose=_diagnose_masking,

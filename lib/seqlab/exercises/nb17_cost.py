@@ -79,6 +79,7 @@ register(Exercise(
     cases=[Case((96, 256), "d_model = 96, d_ff = 256"),           # first: every wrong count above differs here
            Case((128, 512), "the baby GPT's block: d_model = 128, d_ff = 512"),
            Case((512, 2048), "the Transformer base: d_model = 512, d_ff = 2048")],
+    hidden=lambda seed: [Case((64 + 32 * (seed % 3), 384), "d_model = 64 to 128, d_ff = 384")],
     hint="per token 4 d_model^2 + 2 d_model d_ff multiply-adds, per (query, key) pair 2 d_model: "
          "n^2 * 2 d_model = n * (4 d_model^2 + 2 d_model d_ff).",
     diagnose=_diagnose_crossover,
