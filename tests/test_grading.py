@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from grading_helpers import NOTEBOOKS, ROOT, as_bytes, perfect, release, student_release, with_answers
-from seqlab.exercises import check
+from seqlab.exercises import EXERCISES, check
 from seqlab.grading import cli, codec, grader, plan, reports, sandbox, semester
 from seqlab.grading.submissions import Submission, answer_plan, collect, parse_notebook
 
@@ -161,13 +161,23 @@ def test_each_catalogued_lstm_mistake_gets_the_same_diagnosis_from_the_grader():
 
 # -- the round trip ------------------------------------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def secret_seed(tmp_path_factory) -> Path:
+    """An instructor folder whose hidden_cases.py holds only a SEED: every factory's hidden cases are graded."""
+    folder = tmp_path_factory.mktemp("instructor")
+    (folder / "hidden_cases.py").write_text("SEED = 20261202\n")
+    return folder
+
+
 @pytest.mark.parametrize("stem", ROUND_TRIP)
-def test_a_perfect_student_gets_every_point_and_the_untouched_release_none(stem):
+def test_a_perfect_student_gets_every_point_and_the_untouched_release_none(stem, secret_seed):
     points = cli.exercise_points(ROOT / "notebooks" / f"{stem}.ipynb", None)
-    key = grader.build_key(stem, points)
+    key = grader.build_key(stem, points, instructor=secret_seed)
     best = grader.grade_submission(key, submission(perfect(stem)))
     assert best["score"] == best["max_score"] == len(points), {
         n: (e["status"], e["message"]) for n, e in best["exercises"].items() if e["score"] != e["points"]}
+    hidden = {n: [c["status"] for c in e["cases"] if c["hidden"]] for n, e in best["exercises"].items()}
+    assert all(hidden[n] for n in points if EXERCISES[n].hidden), hidden
     assert not [f for f in best["flags"] if "uses" in f], best["flags"]
     blank = grader.grade_submission(key, submission(student_release(stem)))
     assert blank["score"] == 0
@@ -351,8 +361,6 @@ def test_a_helper_defined_in_another_cell_is_flagged_and_explained():
 def test_a_comparison_that_raises_fails_the_answer_not_the_batch(monkeypatch):
     import dataclasses
 
-    from seqlab.exercises import EXERCISES
-
     def choke(got, expected):
         raise TypeError("cannot compare")
 
@@ -399,7 +407,7 @@ def test_one_odd_file_never_sinks_the_batch_and_every_student_keeps_their_own_re
 
 
 def test_a_secret_seed_gives_hidden_cases_and_an_answer_fitted_to_the_public_ones_fails(tmp_path):
-    from seqlab.exercises import EXERCISES, expected_value, judge
+    from seqlab.exercises import expected_value, judge
 
     (tmp_path / "hidden_cases.py").write_text("SEED = 424242\n")
     hidden = grader.load_hidden_cases(tmp_path)
