@@ -1,13 +1,15 @@
 """How fast the grader grades a class: N generated submissions of one notebook, graded as an instructor would.
 
-    python scripts/bench_grading.py [--notebook 04-lstm] [--students 200] [--untouched 0] [--jobs 2]
+    python scripts/bench_grading.py [--notebook 04-lstm] [--students 200] [--untouched 0] [--jobs 2] [--seed N]
     python scripts/bench_grading.py --students 20 --lib /path/to/an/older/checkout/lib   # the same, older grader
 
 Half-made classes are generated from the course itself: ``--students`` perfect submissions (every folded
 solution pasted into its answer cell, every prediction made) and ``--untouched`` copies of the student release.
 They are graded by ``python -m seqlab.grading grade`` in a child process (with ``--lib``, another checkout's
 grader, for a before/after comparison in one run), and the table gives wall time, submissions per minute and
-CPU-seconds per exercise (the grader and every process it started, all reaped), with the CPU model.
+CPU-seconds per exercise (the grader and every process it started, all reaped), with the CPU model. With
+``--seed``, an instructor folder with that ``SEED`` adds every factory's hidden cases (a second process per
+exercise that has them), as a course graded with hidden cases pays.
 """
 
 from __future__ import annotations
@@ -61,13 +63,14 @@ def _cgroup_cpu_seconds(folder: Path) -> float:
     return int(stat["usage_usec"]) / 1e6
 
 
-def grade(folder: Path, out: Path, stem: str, jobs: int, lib: Path | None) -> tuple[float, float, str]:
+def grade(folder: Path, out: Path, stem: str, jobs: int, lib: Path | None,
+          instructor: Path | None = None) -> tuple[float, float, str]:
     """Grade the class; wall seconds, CPU seconds of the grader and all it started, and how CPU was counted."""
     env = dict(os.environ)
     if lib is not None:
         env["PYTHONPATH"] = str(lib)
     command = [sys.executable, "-m", "seqlab.grading", "grade", str(folder), "--notebook", stem[:2],
-               "--out", str(out), "--jobs", str(jobs)]
+               "--out", str(out), "--jobs", str(jobs), *(["--instructor", str(instructor)] if instructor else [])]
     group = _cpu_cgroup()
     if group is not None:                          # join the cgroup first; every process started after inherits it
         command = ["sh", "-c", f'echo $$ > "{group}/cgroup.procs" && exec "$0" "$@"', *command]
@@ -94,18 +97,24 @@ def main() -> None:
     parser.add_argument("--untouched", type=int, default=0, help="untouched copies of the release")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--lib", type=Path, help="grade with the seqlab found in this folder instead")
+    parser.add_argument("--seed", type=int, help="grade with hidden cases from this SEED")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="seqlab-bench-grading-") as tmp:
         folder, out = Path(tmp) / "submissions", Path(tmp) / "grades"
         folder.mkdir()
         exercises = make_class(folder, args.notebook, args.students, args.untouched)
         count = args.students + args.untouched
-        wall, cpu, how = grade(folder, out, args.notebook, args.jobs, args.lib)
+        instructor = None
+        if args.seed is not None:
+            instructor = Path(tmp) / "instructor"
+            instructor.mkdir(mode=0o700)
+            (instructor / "hidden_cases.py").write_text(f"SEED = {args.seed}\n")
+        wall, cpu, how = grade(folder, out, args.notebook, args.jobs, args.lib, instructor)
         with open(out / args.notebook / "gradebook.csv", newline="", encoding="utf-8") as handle:
             book = list(csv.DictReader(handle))
     full = sum(1 for row in book if row["score"] and float(row["score"]) == float(row["max_score"]))
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; grader: {args.lib or 'this checkout'}; "
-          f"--jobs {args.jobs}; CPU counted by {how}")
+          f"--jobs {args.jobs}; hidden cases: {'SEED ' + str(args.seed) if instructor else 'none'}; CPU counted by {how}")
     print("| notebook | submissions | exercises each | full marks | wall s | submissions / min | CPU-s / exercise |")
     print("|---|---|---|---|---|---|---|")
     print(f"| {args.notebook} | {count} ({args.students} perfect, {args.untouched} untouched) | {exercises} | "
