@@ -84,8 +84,9 @@ class Exercise:
     ``points`` in the gradebook; ``mistakes``, the diagnoses ``diagnose`` draws from a table rather than
     returning as literal text (:func:`catalogue` finds the literal ones itself); ``hidden``, a factory of
     hidden cases from an instructor's secret seed (``SEED`` in ``hidden_cases.py``; shapes unlike the public
-    cases', or values where the inputs are numbers or text, so that an answer fitted to those fails). Its notebook is the module
-    that registers it (``nb04_lstm``: notebook 04); its answer cell places it in the notebook's order.
+    cases', or values where the inputs are numbers or text, so that an answer fitted to those fails). Its
+    notebook is the module that registers it (``nb04_lstm``: notebook 04); its answer cell places it in the
+    notebook's order.
     """
 
     name: str

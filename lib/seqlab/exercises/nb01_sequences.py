@@ -59,7 +59,8 @@ register(Exercise(
              hint="the product of 5000 probabilities of 0.01 is 1e-10000, which underflows to 0.0 in floating "
                   "point; add logarithms instead of multiplying probabilities."),
     ],
-    hidden=lambda seed: [Case(([random.Random(seed + i).uniform(0.05, 0.95) for i in range(9)],), "nine probabilities")],
+    hidden=lambda seed: [Case(([random.Random(seed + i).uniform(0.05, 0.95) for i in range(9)],),
+                               "nine probabilities")],
     hint="PPL = exp(-(1/T) * sum_t log p_t); math.log is the natural logarithm.",
     diagnose=_diagnose_perplexity,
 ))

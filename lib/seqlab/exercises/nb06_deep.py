@@ -100,9 +100,11 @@ _THREE_B = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]])
 def _secret_filter_case(seed: int) -> list[Case]:
     """Four hidden states, two observations: a belief and rows of A and B drawn from an instructor's secret seed."""
     rng = np.random.default_rng(seed)
-    rows = lambda n, k: (lambda m: m / m.sum(axis=1, keepdims=True))(rng.uniform(0.1, 1.0, (n, k)))  # noqa: E731
-    belief = rows(1, 4)[0]
-    return [Case((belief, rows(4, 4), rows(4, 2), int(seed % 2)), "four states, two observations")]
+
+    def stochastic(n: int, k: int) -> np.ndarray:          # n rows of k probabilities, each row summing to 1
+        m = rng.uniform(0.1, 1.0, (n, k))
+        return m / m.sum(axis=1, keepdims=True)
+    return [Case((stochastic(1, 4)[0], stochastic(4, 4), stochastic(4, 2), seed % 2), "four states, two observations")]
 
 
 register(Exercise(

@@ -134,6 +134,14 @@ def _diagnose_precision(args: tuple, got: Any, expected: tuple[int, int]) -> str
     return None
 
 
+def _secret_words(seed: int) -> list[Case]:
+    """A candidate of nine words and a reference of eight from a five-word vocabulary, from a secret seed."""
+    rng = random.Random(seed)
+    candidate = [rng.choice("abcde") for _ in range(9)]
+    reference = [rng.choice("abcde") for _ in range(8)]
+    return [Case((candidate, reference, 2), "nine candidate and eight reference words, bigrams")]
+
+
 register(Exercise(
     name="modified_precision",
     signature="modified_precision(candidate: list[str], reference: list[str], n: int) -> (matches, total)",
@@ -143,8 +151,7 @@ register(Exercise(
            Case(("the cat sat on the mat".split(), "the cat is on the mat".split(), 2), "bigrams"),
            Case(("a a b a a b".split(), "a a b b".split(), 2), "a repeated bigram, clipped at one"),
            Case(("x y z".split(), "x y z".split(), 3), "one trigram, matching")],
-    hidden=lambda seed: [Case(((lambda r: ([r.choice("abcde") for _ in range(9)], [r.choice("abcde") for _ in range(8)],
-                                          2))(random.Random(seed))), "nine candidate and eight reference words, bigrams")],
+    hidden=_secret_words,
     hint="count the candidate's n-grams and the reference's; matches = sum over n-grams of "
          "min(candidate count, reference count); total = number of candidate n-grams.",
     diagnose=_diagnose_precision,

@@ -49,7 +49,8 @@ register(Exercise(
            Case((_randn(5, 4, seed=11), torch.tensor([2, 0, 3, 1, 4])), "section 6's order (2, 0, 3, 1, 4)"),
            Case((_randn(4, 3, seed=12), torch.tensor([1, 0, 3, 2])), "two swaps (a permutation that is its own inverse)"),
            Case((_randn(6, 2, seed=13), torch.tensor([5, 4, 3, 2, 1, 0])), "a reversal")],
-    hidden=lambda seed: [Case((_randn(7, 3, seed=seed), torch.randperm(7, generator=torch.Generator().manual_seed(seed))),
+    hidden=lambda seed: [Case((_randn(7, 3, seed=seed),
+                                torch.randperm(7, generator=torch.Generator().manual_seed(seed))),
                                "seven tokens in a secret order")],
     hint="row i of Z_shuffled is the output of token order[i]: Z = torch.empty_like(Z_shuffled); Z[order] = "
          "Z_shuffled -- or Z_shuffled[torch.argsort(order)].",

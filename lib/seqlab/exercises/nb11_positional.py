@@ -214,7 +214,8 @@ register(Exercise(
     cases=[_head_case(5, 6, 4, 0, 0, "five tokens, d_model = 6, d_k = 4, positions 0 .. 4"),
            _head_case(6, 8, 8, 10, 0, "six tokens, d_model = d_k = 8, positions 0 .. 5"),
            _head_case(6, 8, 8, 10, 1000, "the same six tokens at positions 1000 .. 1005: the same output")],
-    hidden=lambda seed: [_head_case(7, 6, 6, seed, seed % 97, "seven tokens, d_model = d_k = 6, positions from a secret start")],
+    hidden=lambda seed: [_head_case(7, 6, 6, seed, seed % 97,
+                                    "seven tokens, d_model = d_k = 6, positions from a secret start")],
     hint="q, k, v = x @ W_Q, x @ W_K, x @ W_V; angle[p, l] = (start + p) * 10000 ** (-2 * l / d_k); rotate each "
          "pair (2l, 2l+1) of q and of k by its angle; then softmax(q @ k.T / sqrt(d_k)) @ v.",
     diagnose=_diagnose_rope_head,

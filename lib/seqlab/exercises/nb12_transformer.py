@@ -263,7 +263,8 @@ register(Exercise(
     cases=[Case(_block_case(90, (), 4, 6, 2, torch.relu), "4 tokens, d_model = 6, h = 2, ReLU"),
            Case(_block_case(120, (2,), 5, 8, 4, torch.nn.functional.gelu),
                 "2 sequences of 5 tokens, d_model = 8, h = 4, GELU (charlm-gpt's)")],
-    hidden=lambda seed: [Case(_block_case(seed, (3,), 3, 4, 2, torch.relu), "3 sequences of 3 tokens, d_model = 4, h = 2")],
+    hidden=lambda seed: [Case(_block_case(seed, (3,), 3, 4, 2, torch.relu),
+                               "3 sequences of 3 tokens, d_model = 4, h = 2")],
     hint="x = x + attention(norm(x, gamma_1, beta_1), p, h, mask); then "
          "x + activation(norm(x, gamma_2, beta_2) @ W_1 + b_1) @ W_2 + b_2.",
     diagnose=_diagnose_block,

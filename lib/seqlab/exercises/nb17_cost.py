@@ -161,7 +161,8 @@ register(Exercise(
            Case((randn64(7, 4, seed=0), randn64(7, 4, seed=1), 2), "7 random tokens, d = 4, window 2"),
            Case((randn64(5, 3, seed=2), randn64(5, 3, seed=3), 0), "window 0: each query reads only itself"),
            Case((randn64(3, 2, seed=4), randn64(3, 2, seed=5), 4), "a window wider than the sequence")],
-    hidden=lambda seed: [Case((randn64(6, 5, seed=seed), randn64(6, 5, seed=seed + 1), 1), "6 tokens, d = 5, window 1")],
+    hidden=lambda seed: [Case((randn64(6, 5, seed=seed), randn64(6, 5, seed=seed + 1), 1),
+                               "6 tokens, d = 5, window 1")],
     hint="for each offset o in -window..window: scores[i, o + window] = q[i] . k[i + o] / sqrt(d_k) where "
          "0 <= i + o < n, else -inf.",
     diagnose=_diagnose_band,
