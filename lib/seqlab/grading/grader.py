@@ -205,8 +205,8 @@ def _job(name: str, plan) -> dict:
 def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> list[bool]:
     """Pass or fail per hidden case, and nothing else: no error text, no value, no status beyond that."""
     hidden = [kc for kc in key.cases[name] if kc.hidden]
-    if run.grader_error:
-        raise sandbox.GraderError(run.grader_error)
+    if failure := run.grader_failure():
+        raise sandbox.GraderError(failure)
     rows: dict[int, dict] = {}
     for raw in run.lines:
         try:
@@ -215,8 +215,6 @@ def _hidden_rows(key: Key, name: str, run: sandbox.ChildRun, ex: Exercise) -> li
             continue
         if isinstance(message, dict) and message.get("event") == "case" and isinstance(message.get("i"), int):
             rows.setdefault(message["i"], message)
-    if not run.started:
-        raise sandbox.GraderError(f"the hidden cases' process did not start: {run.grader_failure()}")
     passed = []
     for i, kc in enumerate(hidden):
         row = rows.get(i, {})
@@ -251,8 +249,8 @@ def grade_exercise(key: Key, name: str, notebook: dict, *, limits: sandbox.Limit
     result.seconds = round(run.seconds, 2)
     if run.retried:
         result.flags.append(f"grader retried once: {run.retried}"[:300])
-    if run.grader_failure():
-        return _grader_error(result, run.grader_failure())
+    if failure := run.grader_failure():
+        return _grader_error(result, failure)
     rows, events = _case_rows(key, name, run)
     if completion:
         return _judge_completion(result, rows[0], events, run)

@@ -639,17 +639,12 @@ class Sandbox:
         run = self._run_once(job, limits, hidden)
         first = run.grader_failure()
         if first is not None:
-            self._retire("hidden" if hidden else "public")
+            worker = self.workers.pop("hidden" if hidden else "public", None)
+            if worker is not None:                       # alive or not: the next run starts a fresh one
+                worker.close()
             run = self._run_once(job, limits, hidden)
             run.retried = first
         return run
-
-    def _retire(self, role: str) -> None:
-        worker = self.workers.pop(role, None)
-        if worker is not None:
-            worker.close()
-        if self.mode == "bwrap+uid":
-            _kill_user(self.slot.uid)
 
     def _run_once(self, job: dict, limits: Limits, hidden: bool) -> ChildRun:
         role = "hidden" if hidden else "public"
